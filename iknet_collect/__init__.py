@@ -1,0 +1,1 @@
+"""Recording demonstrations: the simulated OM-X controller and the recorder node."""

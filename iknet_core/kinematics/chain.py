@@ -1,0 +1,118 @@
+"""Serial chain descriptions: the data every part needs to compute FK for an arm."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Vec3 = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A revolute joint and the fixed transform from the previous joint frame to it."""
+
+    name: str
+    origin_xyz: Vec3
+    axis: Vec3
+    limits: tuple[float, float]
+    # The widest values the joint physically takes (rad); hand-guided arms pass the software limits.
+    reach: tuple[float, float]
+    origin_rpy: Vec3 = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        norm = math.sqrt(sum(a * a for a in self.axis))
+        if not math.isclose(norm, 1.0, abs_tol=1e-9):
+            raise ValueError(f'joint {self.name!r}: axis {self.axis} is not a unit vector')
+        for label, (low, high) in (('limits', self.limits), ('reach', self.reach)):
+            if not low < high:
+                raise ValueError(f'joint {self.name!r}: {label} {(low, high)} are not increasing')
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A serial chain of revolute joints from a base frame to a fixed tip frame."""
+
+    name: str
+    base_frame: str
+    tip_frame: str
+    joints: tuple[Joint, ...]
+    tip_xyz: Vec3
+    tip_rpy: Vec3 = field(default=(0.0, 0.0, 0.0))
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [joint.name for joint in self.joints]
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joints)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form, stored in checkpoints and recording metadata."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Chain:
+        try:
+            joints = tuple(
+                Joint(
+                    name=str(j['name']),
+                    origin_xyz=_vec3(j['origin_xyz']),
+                    axis=_vec3(j['axis']),
+                    limits=_pair(j['limits']),
+                    reach=_pair(j['reach']),
+                    origin_rpy=_vec3(j.get('origin_rpy', (0.0, 0.0, 0.0))),
+                )
+                for j in data['joints']
+            )
+            return cls(
+                name=str(data['name']),
+                base_frame=str(data['base_frame']),
+                tip_frame=str(data['tip_frame']),
+                joints=joints,
+                tip_xyz=_vec3(data['tip_xyz']),
+                tip_rpy=_vec3(data.get('tip_rpy', (0.0, 0.0, 0.0))),
+            )
+        except (KeyError, TypeError) as error:
+            raise ValueError(f'invalid chain description: {error!r}') from error
+
+
+def _vec3(values: Any) -> Vec3:
+    x, y, z = (float(v) for v in values)
+    return (x, y, z)
+
+
+def _pair(values: Any) -> tuple[float, float]:
+    low, high = (float(v) for v in values)
+    return (low, high)
+
+
+_Z = (0.0, 0.0, 1.0)
+_Y = (0.0, 1.0, 0.0)
+
+# ROBOTIS OpenManipulator-X as its legacy controller reports /kinematics_pose (../shared/FACTS.md).
+# reach = software limits widened to what hand-guided recordings reached.
+OMX_CHAIN = Chain(
+    name='open_manipulator_x',
+    base_frame='world',
+    tip_frame='end_effector_link',
+    joints=(
+        Joint('joint1', (0.012, 0.0, 0.017), _Z, (-math.pi, math.pi), (-math.pi, 3.30)),
+        Joint('joint2', (0.0, 0.0, 0.0595), _Y, (-1.5, 1.5), (-1.5, 1.5)),
+        Joint('joint3', (0.024, 0.0, 0.128), _Y, (-1.5, 1.4), (-1.81, 1.49)),
+        Joint('joint4', (0.124, 0.0, 0.0), _Y, (-1.7, 1.97), (-1.8, 2.12)),
+    ),
+    tip_xyz=(0.126, 0.0, 0.0),
+)
+
+CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
+
+
+def chain_preset(name: str) -> Chain:
+    """Look up a chain shipped with iknet by name."""
+    try:
+        return CHAIN_PRESETS[name]
+    except KeyError:
+        raise ValueError(f'unknown chain {name!r}; known: {sorted(CHAIN_PRESETS)}') from None

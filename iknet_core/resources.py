@@ -1,0 +1,34 @@
+"""Where the shipped dataset and model are, for a colcon install, a pip install or a source tree."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+PACKAGE = 'iknet'
+DEFAULT_MODEL = Path('models') / 'omx_iknet.pt'
+TRAIN_DATA = Path('dataset') / 'train'
+TEST_DATA = Path('dataset') / 'test'
+
+
+def share_directories() -> list[Path]:
+    """Candidate roots holding dataset/ and models/, most specific first."""
+    candidates = []
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            candidates.append(Path(prefix) / 'share' / PACKAGE)
+    candidates.append(Path(sys.prefix) / 'share' / PACKAGE)
+    # A source checkout (or editable install): the repository root above this package.
+    candidates.append(Path(__file__).resolve().parent.parent)
+    return candidates
+
+
+def shipped(relative: Path | str) -> Path:
+    """Path of a file or folder iknet ships; FileNotFoundError listing where it looked."""
+    for root in share_directories():
+        path = root / relative
+        if path.exists():
+            return path
+    searched = ', '.join(str(root / relative) for root in share_directories())
+    raise FileNotFoundError(f'{relative} is not installed; looked in: {searched}')

@@ -1,0 +1,1 @@
+"""The IK server node and its command-line client."""

@@ -1,0 +1,1 @@
+"""Data loading, IKNet models, training, testing and export; runs without ROS."""
