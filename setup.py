@@ -1,6 +1,6 @@
 """pip install . : the training, test and export tools for machines without ROS.
 
-colcon builds this package with CMakeLists.txt (package.xml says ament_cmake); this file is for pip.
+colcon builds this package with CMakeLists.txt (package.xml says ament_cmake); this is for pip.
 """
 
 from pathlib import Path
@@ -15,7 +15,8 @@ def shared_data(folder: str) -> list[tuple[str, list[str]]]:
     for path in sorted((root / folder).rglob('*')):
         if path.is_file():
             relative = path.relative_to(root)
-            entries.setdefault(str(Path('share/iknet') / relative.parent), []).append(str(relative))
+            target = str(Path('share/iknet') / relative.parent)
+            entries.setdefault(target, []).append(str(relative))
     return sorted(entries.items())
 
 
@@ -25,7 +26,9 @@ setup(
     description='Learned inverse kinematics for ROS 2 manipulators (OpenManipulator-X first)',
     license='Apache-2.0',
     python_requires='>=3.10',
-    packages=find_packages(include=['iknet_core*', 'iknet_collect*', 'iknet_train*', 'iknet_ros*']),
+    packages=find_packages(
+        include=['iknet_core*', 'iknet_collect*', 'iknet_train*', 'iknet_ros*']
+    ),
     data_files=shared_data('dataset') + shared_data('models'),
     install_requires=[
         'numpy',

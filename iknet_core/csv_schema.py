@@ -1,4 +1,4 @@
-"""The two CSV files of a recording, exactly as `ros2 topic echo --csv` plus a header line makes them.
+"""The two CSV files of a recording, as `ros2 topic echo --csv` plus a header line makes them.
 
 The recorder writes these and the data loader reads them, so files from either source mix freely.
 """
@@ -27,7 +27,7 @@ JOINT_STATE_BLOCKS = ('name', 'position', 'velocity', 'effort')
 
 
 def joint_states_columns(n_joints: int) -> tuple[str, ...]:
-    """Header of joint_states.csv for messages with n_joints entries (5 on an OM-X with gripper)."""
+    """Header of joint_states.csv for messages of n_joints entries (5 on an OM-X with gripper)."""
     if n_joints < 1:
         raise ValueError(f'a joint state needs at least one joint, got {n_joints}')
     blocks = (f'{block}{i}' for block in JOINT_STATE_BLOCKS for i in range(n_joints))

@@ -1,4 +1,4 @@
-"""Where the shipped dataset and model are, for a colcon install, a pip install or a source tree."""
+"""Where the shipped dataset and model are: colcon install, pip install or source tree."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ class Joint:
     origin_xyz: Vec3
     axis: Vec3
     limits: tuple[float, float]
-    # The widest values the joint physically takes (rad); hand-guided arms pass the software limits.
+    # Widest values the joint physically takes (rad); hand-guided arms pass the software limits.
     reach: tuple[float, float]
     origin_rpy: Vec3 = (0.0, 0.0, 0.0)
 

@@ -23,7 +23,8 @@ def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Arra
     """
     if q.shape[-1] != chain.n_joints:
         raise ValueError(
-            f'expected joints of shape (..., {chain.n_joints}) for {chain.name}, got {tuple(q.shape)}'
+            f'expected joints of shape (..., {chain.n_joints}) for {chain.name}, '
+            f'got {tuple(q.shape)}'
         )
     batch = q.shape[:-1]
     rotation = constant(np.broadcast_to(np.eye(3), (*batch, 3, 3)), q)
@@ -49,7 +50,7 @@ def forward_kinematics(chain: Chain, q: Array) -> tuple[Array, Array]:
 
 
 def pose_from_joints(chain: Chain, q: Array) -> Array:
-    """Tip pose as published on /kinematics_pose: (..., n) -> (..., 7) = x, y, z, qx, qy, qz, qw."""
+    """Tip pose as on /kinematics_pose: (..., n) -> (..., 7) = x, y, z, qx, qy, qz, qw."""
     position, rotation = forward_kinematics(chain, q)
     xp = array_module(q)
     return xp.concatenate([position, quaternion_from_matrix(rotation)], -1)

@@ -8,11 +8,11 @@ from iknet_core.kinematics.transforms import Array, array_module
 
 
 def geometric_jacobian(chain: Chain, q: Array) -> Array:
-    """q (..., n) -> (..., 6, n): rows 0-2 tip linear velocity (m/rad), rows 3-5 angular velocity."""
+    """q (..., n) -> (..., 6, n): rows 0-2 tip linear velocity (m/rad), 3-5 angular velocity."""
     xp = array_module(q)
     axes, origins, tip, _ = joint_frames(chain, q)
     columns = []
-    for axis, origin in zip(axes, origins):
+    for axis, origin in zip(axes, origins, strict=True):
         linear = _cross(xp, axis, tip - origin)
         columns.append(xp.concatenate([linear, axis], -1))
     return xp.stack(columns, -1)

@@ -1,7 +1,7 @@
 """Closed-form IK for OM-X-like arms (yaw joint, then three pitch joints): every solution.
 
-Used as the test oracle and as the `analytic` solver. The numbers come from the chain, so an arm with
-the same structure and other link lengths works too.
+Used as the test oracle and as the `analytic` solver. The numbers come from the chain, so an arm
+with the same structure and other link lengths works too.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class OmxAnalyticIK:
     def solve(self, position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Every solution of one pose within the joints' reach, (3,), (3, 3) -> (k, 4), best first.
 
-        Includes both elbows and each 2*pi-shifted joint value the joint can take (joint1 beyond pi).
+        Includes both elbows and each 2*pi-shifted value a joint can take (joint1 beyond pi).
         """
         branches = self.branches(np.asarray(position)[None], np.asarray(rotation)[None])[0]
         candidates = []

@@ -1,7 +1,7 @@
 """Rotations and quaternions for numpy arrays and torch tensors alike.
 
-Quaternions are (x, y, z, w) as in geometry_msgs. Functions pick numpy or torch from their input, so
-one implementation serves the recorder (numpy, no torch import) and training (torch, autograd, CUDA).
+Quaternions are (x, y, z, w) as in geometry_msgs. Functions pick numpy or torch from their input,
+so one implementation serves the recorder (numpy, no torch import) and training (autograd, CUDA).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def matrix_from_quaternion(quat: Array) -> Array:
 
 
 def rotation_features(rotation: Array) -> Array:
-    """(..., 3, 3) -> (..., 6): the first two columns, a continuous and quaternion-sign-free input."""
+    """(..., 3, 3) -> (..., 6): the first two columns, a continuous, quaternion-sign-free input."""
     xp = array_module(rotation)
     return xp.stack([rotation[..., :, 0], rotation[..., :, 1]], -1).reshape(
         *rotation.shape[:-2], 6
