@@ -13,6 +13,11 @@ torch_version=${IKNET_TORCH_VERSION:-2.13.0}
 
 log() { printf '[iknet setup] %s\n' "$*" >&2; }
 
+# One set-up at a time: parallel test runs would otherwise race on .venv and the colcon build.
+mkdir -p "$root/log"
+exec 9>"$root/log/.setup.lock"
+flock 9
+
 if [ -n "${ROS_DISTRO:-}" ]; then
   mode=distro
   python=${IKNET_PYTHON:-python3}
@@ -82,7 +87,6 @@ then
   base_paths+=("$root/interfaces/open_manipulator_msgs")
 fi
 
-mkdir -p "$root/log"
 log "colcon build"
 colcon --log-base "$root/log" build --base-paths "${base_paths[@]}" \
   --build-base "$root/build" --install-base "$root/install" --symlink-install --merge-install \
