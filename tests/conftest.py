@@ -86,24 +86,61 @@ def processes(ros_env: dict[str, str]) -> Iterator[ProcessGroup]:
         group.stop_all()
 
 
-@pytest.fixture
-def ros_node(ros_env: dict[str, str]) -> Iterator[Callable[[str], object]]:
-    """An rclpy node factory in a context of its own; spin with rclpy.spin_* and a timeout."""
-    import rclpy
-    from rclpy.context import Context
+class RosSession:
+    """rclpy nodes in a context of their own, spun by one executor, with timeouts on every wait."""
 
-    context = Context()
-    rclpy.init(context=context)
-    nodes = []
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
 
-    def make(name: str):
-        node = rclpy.create_node(name, context=context)
-        nodes.append(node)
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.nodes = []
+
+    def node(self, name: str):
+        import rclpy
+
+        node = rclpy.create_node(name, context=self.context)
+        self.executor.add_node(node)
+        self.nodes.append(node)
         return node
 
-    try:
-        yield make
-    finally:
-        for node in nodes:
+    def spin_until(self, done: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+        """Spin until done() is true or the timeout passes; returns done()."""
+        deadline = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.05)
+        return done()
+
+    def call(self, client, request, timeout_s: float = 10.0):
+        """Call a service and return its response; fails the test if it does not answer."""
+        assert client.wait_for_service(timeout_sec=timeout_s), f'{client.srv_name} not available'
+        future = client.call_async(request)
+        assert self.spin_until(future.done, timeout_s), f'{client.srv_name}: no answer'
+        return future.result()
+
+    def close(self) -> None:
+        import rclpy
+
+        for node in self.nodes:
+            self.executor.remove_node(node)
             node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        self.executor.shutdown()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def ros(ros_env: dict[str, str]) -> Iterator[RosSession]:
+    session = RosSession()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture
+def ros_node(ros: RosSession) -> Callable[[str], object]:
+    """An rclpy node factory; the nodes are spun by the `ros` fixture's executor."""
+    return ros.node

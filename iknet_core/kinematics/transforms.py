@@ -28,7 +28,7 @@ def constant(value: Any, like: Array) -> Array:
     xp = array_module(like)
     if xp is np:
         return np.asarray(value, dtype=like.dtype)
-    return xp.as_tensor(value, dtype=like.dtype, device=like.device)
+    return xp.as_tensor(np.array(value), dtype=like.dtype, device=like.device)
 
 
 def axis_angle_matrix(axis: tuple[float, float, float], angle: Array) -> Array:

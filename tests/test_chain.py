@@ -1,0 +1,32 @@
+import math
+
+import pytest
+
+from iknet_core.kinematics import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import Joint, chain_preset
+
+
+def test_omx_chain_matches_facts():
+    assert OMX_CHAIN.joint_names == ['joint1', 'joint2', 'joint3', 'joint4']
+    assert OMX_CHAIN.joints[0].origin_xyz == (0.012, 0.0, 0.017)
+    assert [j.limits for j in OMX_CHAIN.joints] == [
+        (-math.pi, math.pi),
+        (-1.5, 1.5),
+        (-1.5, 1.4),
+        (-1.7, 1.97),
+    ]
+    assert OMX_CHAIN.tip_xyz == (0.126, 0.0, 0.0)
+
+
+def test_dict_round_trip():
+    assert Chain.from_dict(OMX_CHAIN.to_dict()) == OMX_CHAIN
+    assert chain_preset('omx') is OMX_CHAIN
+
+
+def test_bad_descriptions_are_refused():
+    with pytest.raises(ValueError, match='invalid chain description'):
+        Chain.from_dict({'name': 'x'})
+    with pytest.raises(ValueError, match='not a unit vector'):
+        Joint('j', (0, 0, 0), (0.0, 0.0, 2.0), (-1, 1), (-1, 1))
+    with pytest.raises(ValueError, match='unknown chain'):
+        chain_preset('ur5')
