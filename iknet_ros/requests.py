@@ -1,0 +1,84 @@
+"""Checks on IK requests: what a caller sent, turned into arrays or refused with a reason.
+
+Kept free of rclpy so the rules are tested without DDS and shared by every service of the server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from iknet_core.kinematics.transforms import matrix_from_quaternion
+
+# Quaternions this close to unit length are normalised; the rest are refused as malformed.
+QUATERNION_NORM_TOLERANCE = 1e-2
+
+
+class RequestError(ValueError):
+    """A request the server refuses; the message is sent back to the caller."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked target pose: position (3,) m, rotation (3, 3), unit quaternion (4,) x, y, z, w."""
+
+    position: np.ndarray
+    rotation: np.ndarray
+    quaternion: np.ndarray
+
+
+def check_target(
+    position: Sequence[float], quaternion: Sequence[float], frame_id: str, base_frame: str
+) -> Target:
+    """A target pose in the base frame, or RequestError saying what is wrong with it."""
+    if frame_id not in ('', base_frame):
+        raise RequestError(
+            f'target frame {frame_id!r} is not the base frame {base_frame!r}; '
+            'transform the pose first'
+        )
+    position = np.asarray(position, dtype=np.float64)
+    quaternion = np.asarray(quaternion, dtype=np.float64)
+    if not np.all(np.isfinite(position)):
+        raise RequestError(f'target position {position.tolist()} is not finite')
+    if not np.all(np.isfinite(quaternion)):
+        raise RequestError(f'target orientation {quaternion.tolist()} is not finite')
+    norm = float(np.linalg.norm(quaternion))
+    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise RequestError(
+            f'target orientation has norm {norm:.6g}; a unit quaternion (x, y, z, w) is needed'
+        )
+    quaternion = quaternion / norm
+    return Target(position, matrix_from_quaternion(quaternion), quaternion)
+
+
+def check_seed(
+    names: Sequence[str], positions: Sequence[float], joint_names: Sequence[str]
+) -> np.ndarray | None:
+    """Seed joints in chain order (n,) rad; None for an empty seed; RequestError if malformed.
+
+    Extra joints (a gripper in /joint_states) are ignored; every chain joint must be present.
+    """
+    if not names and not positions:
+        return None
+    if len(names) != len(positions):
+        raise RequestError(f'seed has {len(names)} names but {len(positions)} positions')
+    by_name = dict(zip(names, positions, strict=True))
+    missing = [name for name in joint_names if name not in by_name]
+    if missing:
+        raise RequestError(
+            f'seed lacks joints {missing}; expected names {list(joint_names)}, got {list(names)}'
+        )
+    seed = np.array([by_name[name] for name in joint_names], dtype=np.float64)
+    if not np.all(np.isfinite(seed)):
+        raise RequestError(f'seed positions {seed.tolist()} are not finite')
+    return seed
+
+
+def check_path_time(path_time: float) -> float:
+    """Duration (s) of a commanded move; RequestError unless finite and positive."""
+    if not math.isfinite(path_time) or path_time <= 0.0:
+        raise RequestError(f'path_time must be a positive number of seconds, got {path_time}')
+    return float(path_time)
