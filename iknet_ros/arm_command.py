@@ -1,5 +1,5 @@
-"""Ways to send joint goals to the arm: the legacy ROBOTIS service, a ros2_control trajectory topic,
-or nowhere. Each reports whether the goal was accepted, with a reason when it was not."""
+"""Ways to send joint goals to the arm: the legacy ROBOTIS service, a ros2_control trajectory
+topic, or nowhere. Each reports whether the goal was accepted, with a reason when it was not."""
 
 from __future__ import annotations
 
