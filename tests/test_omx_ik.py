@@ -73,3 +73,14 @@ def test_other_chain_structures_are_refused():
     data['joints'][1]['axis'] = (1.0, 0.0, 0.0)
     with pytest.raises(ValueError, match='not a yaw-pitch-pitch-pitch arm'):
         OmxAnalyticIK(Chain.from_dict(data))
+
+
+def test_pointing_rotation_is_reachable_with_the_requested_pitch(solver):
+    position = np.array([0.15, 0.08, 0.1])
+    rotation = solver.pointing_rotation(position, 0.7)
+    solutions = solver.solve(position, rotation)
+    assert len(solutions) >= 1
+    fk_position, fk_rotation = forward_kinematics(OMX_CHAIN, solutions[0])
+    assert np.linalg.norm(fk_position - position) < 1e-9
+    assert rotation_angle_between(fk_rotation, rotation) < 1e-9
+    assert abs(solutions[0][1:].sum() - 0.7) < 1e-9

@@ -13,7 +13,7 @@ import numpy as np
 
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.fk import forward_kinematics
-from iknet_core.kinematics.transforms import rotation_angle_between
+from iknet_core.kinematics.transforms import axis_angle_matrix, rotation_angle_between
 
 _Z = (0.0, 0.0, 1.0)
 _Y = (0.0, 1.0, 0.0)
@@ -92,6 +92,18 @@ class OmxAnalyticIK:
             rotation_fk, np.broadcast_to(rotation, rotation_fk.shape)
         )
         return solutions[np.argsort(error, kind='stable')]
+
+    def pointing_rotation(self, position: np.ndarray, pitch: float) -> np.ndarray:
+        """Tool orientation Rz(yaw) Ry(pitch) that faces a position (3,): what the arm can reach.
+
+        Lets users ask for a position and a tool pitch (rad, positive = pointing down) only.
+        """
+        dx, dy = np.asarray(position, dtype=np.float64)[:2] - self._axis_xy
+        yaw = math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-9 else 0.0
+        z_axis, y_axis = (0.0, 0.0, 1.0), (0.0, 1.0, 0.0)
+        return axis_angle_matrix(z_axis, np.float64(yaw)) @ axis_angle_matrix(
+            y_axis, np.float64(pitch)
+        )
 
     def _yaw(self, position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """joint1 from the target's direction, on the side its orientation faces."""
