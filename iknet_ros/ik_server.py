@@ -1,0 +1,192 @@
+"""`ros2 run iknet ik_server`: IK solutions for poses as a ROS 2 service, and moves to poses.
+
+Services (relative to the node name):
+- ~/solve_ik (iknet/srv/SolveIK): solutions best first, each with its FK error;
+- ~/goal_task_space_path (open_manipulator_msgs/srv/SetKinematicsPose): solve, seeded with the
+  arm's latest /joint_states, then send the arm there; a drop-in for the ROBOTIS service.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from open_manipulator_msgs.srv import SetKinematicsPose
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from iknet.srv import SolveIK
+from iknet_core.solvers import Solutions, build_solvers
+from iknet_ros import parameters
+from iknet_ros.arm_command import make_commander
+from iknet_ros.requests import RequestError, Target, check_path_time, check_seed, check_target
+
+# Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
+latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+class IKServer(Node):
+    def __init__(self) -> None:
+        super().__init__('ik_server')
+        self.config = parameters.declare(self)
+        self.add_on_set_parameters_callback(parameters.on_set)
+        self.solvers = build_solvers(
+            model_path=self.config.model_path or None,
+            device=self.config.device,
+            backend=self.config.backend,
+            joint_names=self.config.joint_names,
+            load_network=self.config.solver != 'analytic',
+        )
+        self.get_logger().info(self.solvers.describe())
+        # Solvers hold scratch buffers: one solve at a time, while waits for the arm overlap.
+        self._solve_lock = threading.Lock()
+        self._latest_joints: dict[str, float] = {}
+        self.commander = make_commander(
+            self,
+            self.config.command_interface,
+            self.config.goal_joint_space_path_service,
+            self.config.joint_trajectory_topic,
+            self.config.command_timeout,
+        )
+        self.create_service(
+            SolveIK, '~/solve_ik', self.solve_ik, callback_group=MutuallyExclusiveCallbackGroup()
+        )
+        self.create_service(
+            SetKinematicsPose,
+            '~/goal_task_space_path',
+            self.goal_task_space_path,
+            callback_group=ReentrantCallbackGroup(),
+        )
+        self.create_subscription(
+            JointState,
+            self.config.joint_states_topic,
+            self.on_joint_states,
+            latest_state_qos,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+
+    def solve(
+        self, target: Target, seed: np.ndarray | None, max_solutions: int, refine: bool
+    ) -> tuple[Solutions, str, float]:
+        """Solutions for a checked target, the solver used and the compute time (s)."""
+        solver_name = self.get_parameter('solver').value
+        if refine and solver_name == 'network':
+            solver_name = 'network+refine'
+        started = time.perf_counter()
+        with self._solve_lock:
+            solutions = self.solvers.solve(
+                solver_name,
+                target.position,
+                target.rotation,
+                seed=seed,
+                max_solutions=max_solutions,
+                position_tolerance=self.get_parameter('position_tolerance').value,
+                orientation_tolerance=self.get_parameter('orientation_tolerance').value,
+                max_iterations=self.get_parameter('refine_iterations').value,
+            )
+        return solutions, solver_name, time.perf_counter() - started
+
+    def solve_ik(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+        try:
+            pose = request.target.pose
+            target = check_target(
+                [pose.position.x, pose.position.y, pose.position.z],
+                [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w],
+                request.target.header.frame_id,
+                self.config.base_frame,
+            )
+            seed = check_seed(request.seed.name, request.seed.position, self.config.joint_names)
+        except RequestError as error:
+            response.success = False
+            response.message = str(error)
+            return response
+        solutions, solver_name, seconds = self.solve(
+            target, seed, max(1, request.max_solutions), request.refine
+        )
+        response.solutions = [
+            JointState(name=list(self.config.joint_names), position=[float(v) for v in q])
+            for q in solutions.joints
+        ]
+        for message in response.solutions:
+            message.header.frame_id = self.config.base_frame
+        response.position_errors = [float(e) for e in solutions.position_errors]
+        response.orientation_errors = [float(e) for e in solutions.orientation_errors]
+        response.within_limits = [bool(w) for w in solutions.within_limits]
+        response.success = bool(solutions.success)
+        response.message = f'{solver_name}: {solutions.summary()} in {seconds * 1e6:.0f} us'
+        return response
+
+    def goal_task_space_path(
+        self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
+    ) -> SetKinematicsPose.Response:
+        response.is_planned = False
+        kinematics_pose = request.kinematics_pose
+        pose = kinematics_pose.pose
+        # ROBOTIS's own KinematicsPose has no header; a widely used fork adds one.
+        header = getattr(kinematics_pose, 'header', None)
+        try:
+            target = check_target(
+                [pose.position.x, pose.position.y, pose.position.z],
+                [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w],
+                header.frame_id if header is not None else '',
+                self.config.base_frame,
+            )
+            path_time = check_path_time(request.path_time)
+            current = dict(self._latest_joints)
+            seed = (
+                check_seed(list(current), list(current.values()), self.config.joint_names)
+                if current
+                else None
+            )
+        except RequestError as error:
+            self.get_logger().warning(f'goal_task_space_path refused: {error}')
+            return response
+        solutions, solver_name, _ = self.solve(target, seed, 1, refine=True)
+        if not solutions.success:
+            self.get_logger().warning(
+                f'goal_task_space_path: no solution within tolerance ({solutions.summary()})'
+            )
+            return response
+        accepted, reason = self.commander.command(
+            self.config.joint_names, solutions.joints[0], path_time
+        )
+        if not accepted:
+            self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')
+            return response
+        self.get_logger().info(
+            f'goal_task_space_path: {solver_name} {np.round(solutions.joints[0], 4).tolist()} '
+            f'over {path_time} s, {reason}'
+        )
+        response.is_planned = True
+        return response
+
+    def on_joint_states(self, message: JointState) -> None:
+        if len(message.name) == len(message.position):
+            self._latest_joints = dict(zip(message.name, message.position, strict=True))
+
+
+def main(args: list[str] | None = None) -> int:
+    rclpy.init(args=args)
+    try:
+        node = IKServer()
+    except (ValueError, FileNotFoundError) as error:
+        rclpy.logging.get_logger('ik_server').fatal(str(error))
+        rclpy.try_shutdown()
+        return 1
+    # Threads let a move wait for the arm controller while other requests are answered.
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

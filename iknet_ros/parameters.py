@@ -1,0 +1,117 @@
+"""The IK server's parameters: declared with types, defaults and descriptions, and validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from iknet_ros.arm_command import COMMAND_INTERFACES
+
+SOLVERS = ('analytic', 'network', 'network+refine')
+BACKENDS = ('torch', 'onnxruntime')
+DEVICES = ('auto', 'cpu', 'cuda')
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    model_path: str = ''
+    device: str = 'auto'
+    backend: str = 'torch'
+    solver: str = 'network+refine'
+    base_frame: str = 'world'
+    joint_names: tuple[str, ...] = ('joint1', 'joint2', 'joint3', 'joint4')
+    refine_iterations: int = 30
+    position_tolerance: float = 1e-4
+    orientation_tolerance: float = 1e-3
+    command_interface: str = 'legacy'
+    goal_joint_space_path_service: str = '/goal_joint_space_path'
+    joint_trajectory_topic: str = '/arm_controller/joint_trajectory'
+    joint_states_topic: str = '/joint_states'
+    command_timeout: float = 2.0
+
+
+DESCRIPTIONS = {
+    'model_path': "checkpoint file (.pt); '' = the shipped OM-X model",
+    'device': f'where the network runs: one of {DEVICES} (auto = CUDA when present)',
+    'backend': f'network runtime: one of {BACKENDS}',
+    'solver': f'default solver: one of {SOLVERS}; a request with refine=true always refines',
+    'base_frame': 'frame of target poses and of the chain base',
+    'joint_names': "the chain's joints in order, as in /joint_states",
+    'refine_iterations': 'most Levenberg-Marquardt iterations per refinement',
+    'position_tolerance': 'success threshold on FK position error (m)',
+    'orientation_tolerance': 'success threshold on FK orientation error (rad)',
+    'command_interface': f'how goal_task_space_path moves the arm: one of {COMMAND_INTERFACES}',
+    'goal_joint_space_path_service': 'SetJointPosition service of the legacy controller',
+    'joint_trajectory_topic': 'JointTrajectory topic of a ros2_control arm controller',
+    'joint_states_topic': 'joint states used to seed moves, so the arm keeps its branch',
+    'command_timeout': 'seconds to wait for the arm controller to accept a goal',
+}
+# Changing these needs a restart: the model is loaded and the interfaces are made once.
+READ_ONLY = {
+    'model_path',
+    'device',
+    'backend',
+    'base_frame',
+    'joint_names',
+    'command_interface',
+    'goal_joint_space_path_service',
+    'joint_trajectory_topic',
+    'joint_states_topic',
+}
+
+
+def check_value(name: str, value) -> str | None:
+    """Why a parameter value is unacceptable, or None when it is fine."""
+    choices = {
+        'device': DEVICES,
+        'backend': BACKENDS,
+        'solver': SOLVERS,
+        'command_interface': COMMAND_INTERFACES,
+    }
+    if name in choices and value not in choices[name]:
+        return f'{name} must be one of {choices[name]}, got {value!r}'
+    positive = ('position_tolerance', 'orientation_tolerance', 'command_timeout')
+    if name in positive and not value > 0.0:
+        return f'{name} must be positive, got {value}'
+    if name == 'refine_iterations' and value < 1:
+        return f'refine_iterations must be at least 1, got {value}'
+    if name == 'joint_names' and (not value or len(set(value)) != len(value)):
+        return f'joint_names must be distinct names, got {list(value)}'
+    return None
+
+
+def declare(node: Node) -> ServerConfig:
+    """Declare every parameter, check the values given at start-up, and return them.
+
+    Raises ValueError naming the first bad value; later changes go through `on_set`.
+    """
+    defaults = ServerConfig()
+    for field in fields(ServerConfig):
+        default = getattr(defaults, field.name)
+        node.declare_parameter(
+            field.name,
+            list(default) if isinstance(default, tuple) else default,
+            ParameterDescriptor(
+                description=DESCRIPTIONS[field.name], read_only=field.name in READ_ONLY
+            ),
+        )
+    values = {}
+    for field in fields(ServerConfig):
+        value = node.get_parameter(field.name).value
+        problem = check_value(field.name, value)
+        if problem:
+            raise ValueError(problem)
+        values[field.name] = tuple(value) if field.name == 'joint_names' else value
+    return ServerConfig(**values)
+
+
+def on_set(parameters: list[Parameter]) -> SetParametersResult:
+    """Refuse bad values at run time with a reason (ros2 param set shows it)."""
+    for parameter in parameters:
+        problem = check_value(parameter.name, parameter.value)
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+    return SetParametersResult(successful=True)
