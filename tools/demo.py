@@ -1,0 +1,168 @@
+"""The main job, end to end: the model, its test in millimetres, then IK through the real service
+moving the simulated OM-X, printing for each target the joints and where the arm ended up."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from open_manipulator_msgs.msg import KinematicsPose
+from open_manipulator_msgs.srv import SetKinematicsPose
+from rclpy.executors import SingleThreadedExecutor
+
+from iknet.srv import SolveIK
+from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
+from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def step(text: str) -> None:
+    print(f'\n=== {text}', flush=True)
+
+
+def run(command: list[str]) -> None:
+    print('$', ' '.join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def installed(name: str) -> str:
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        path = Path(prefix) / 'lib' / 'iknet' / name
+        if prefix and path.is_file():
+            return str(path)
+    raise SystemExit(f'{name} is not installed: run `make demo` (it builds first)')
+
+
+def demo_targets(count: int) -> np.ndarray:
+    """Poses spread over the shipped test recording: (count, 7)."""
+    import pandas as pd
+
+    poses = pd.read_csv(shipped(TEST_DATA) / KINEMATICS_POSE_FILE)[list(POSE_COLUMNS)]
+    return poses.to_numpy()[np.linspace(0, len(poses) - 1, count + 2).astype(int)[1:-1]]
+
+
+class Nodes:
+    """The simulator and the IK server as processes, always ended at exit."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self, name: str, *args: str) -> None:
+        log = open(self.out / f'{name}.log', 'w')  # noqa: SIM115 - closed with the process
+        command = [installed(name), '--ros-args', *args]
+        print('$', ' '.join(command), f'> {log.name}', flush=True)
+        self.processes.append(
+            subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        )
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGINT)
+        for process in self.processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def wait(executor: SingleThreadedExecutor, done, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    return done()
+
+
+def call(executor, client, request, timeout_s: float = 20.0):
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise SystemExit(f'{client.srv_name} did not come up; see the logs in runs/demo')
+    future = client.call_async(request)
+    if not wait(executor, future.done, timeout_s):
+        raise SystemExit(f'{client.srv_name} did not answer')
+    return future.result()
+
+
+def drive_arm(targets: np.ndarray, path_time: float) -> None:
+    rclpy.init()
+    node = rclpy.create_node('iknet_demo')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    latest: list[KinematicsPose] = []
+    node.create_subscription(KinematicsPose, '/kinematics_pose', latest.append, 10)
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik')
+    move = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    header = (
+        f'{"target x, y, z (mm)":>24} | {"joints (rad)":>34} | {"arm reached (mm)":>24} | err mm'
+    )
+    print(header)
+    try:
+        for pose in targets:
+            request = SolveIK.Request(max_solutions=1, refine=True)
+            p, o = request.target.pose.position, request.target.pose.orientation
+            p.x, p.y, p.z = pose[:3]
+            o.x, o.y, o.z, o.w = pose[3:]
+            answer = call(executor, solve, request)
+            goal = SetKinematicsPose.Request(path_time=path_time)
+            goal.kinematics_pose.pose = request.target.pose
+            planned = call(executor, move, goal).is_planned
+            wait(executor, lambda: False, path_time + 0.5)
+            reached = latest[-1].pose.position
+            reached = np.array([reached.x, reached.y, reached.z])
+            joints = answer.solutions[0].position if answer.solutions else []
+            print(
+                f'{np.array2string(pose[:3] * 1e3, precision=1):>24} | '
+                f'{np.array2string(np.asarray(joints), precision=3):>34} | '
+                f'{np.array2string(reached * 1e3, precision=1):>24} | '
+                f'{np.linalg.norm(reached - pose[:3]) * 1e3:.3f}'
+                f'{"" if planned else "  (move refused)"}',
+                flush=True,
+            )
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--train', action='store_true', help='train a model first (minutes)')
+    parser.add_argument('--poses', type=int, default=5, help='how many targets to drive to')
+    parser.add_argument('--path-time', type=float, default=1.5, help='seconds per move')
+    args = parser.parse_args()
+    out = ROOT / 'runs' / 'demo'
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+
+    step('1/4 model')
+    model = shipped(DEFAULT_MODEL)
+    if args.train:
+        run(['iknet-train', '--out', str(out / 'train')])
+        model = out / 'train' / 'model.pt'
+    print(f'model: {model}')
+
+    step('2/4 test on the shipped test recording (FK of the prediction against the pose)')
+    run(['iknet-test', '--model', str(model), '--json', str(out / 'test.json')])
+
+    step('3/4 simulated OM-X controller + IK server (real processes over DDS)')
+    nodes = Nodes(out)
+    try:
+        nodes.start('omx_sim')
+        nodes.start('ik_server', '-p', f'model_path:={model}')
+        step(f'4/4 {args.poses} poses from the test recording through /ik_server')
+        drive_arm(demo_targets(args.poses), args.path_time)
+    finally:
+        nodes.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `make demo`: set up, then the whole loop (tools/demo.py); extra arguments go to demo.py.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash tools/setup.sh
+# shellcheck disable=SC1091
+. ./env.sh
+# A demo talks to its own simulator only: keep DDS on this machine.
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+python tools/demo.py "$@"
