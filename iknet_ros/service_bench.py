@@ -1,0 +1,182 @@
+"""`ros2 run iknet service_bench`: SolveIK round trips through the real server, beside a trivial
+service of the same message size, and the IK compute time inside the server.
+
+Starts both servers as processes on this machine (loopback discovery), interleaves the calls so
+both see the same machine load, prints medians and p95, and ends every process it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from iknet.srv import SolveIK
+from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
+from iknet_core.resources import TEST_DATA, shipped
+
+COMPUTE_TIME = re.compile(r'in (\d+) us')
+
+
+class TrivialSolveIK(Node):
+    """Answers SolveIK with a fixed one-solution response: the transport cost and nothing else."""
+
+    def __init__(self) -> None:
+        super().__init__('trivial_solve_ik')
+        self.create_service(SolveIK, '~/solve_ik', self.answer)
+
+    def answer(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+        response.success = True
+        response.message = 'network: 1 solution, best 0.000 mm in 0 us'
+        response.solutions = [
+            JointState(name=['joint1', 'joint2', 'joint3', 'joint4'], position=[0.0] * 4)
+        ]
+        response.solutions[0].header.frame_id = 'world'
+        response.position_errors = [0.0]
+        response.orientation_errors = [0.0]
+        response.within_limits = [True]
+        return response
+
+
+def serve_trivial() -> int:
+    rclpy.init()
+    node = TrivialSolveIK()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def installed(name: str) -> str:
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        path = Path(prefix) / 'lib' / 'iknet' / name
+        if prefix and path.is_file():
+            return str(path)
+    raise SystemExit(f'{name} is not installed (colcon build, then source the install)')
+
+
+def requests_from_test_data(count: int) -> list[SolveIK.Request]:
+    import pandas as pd
+
+    poses = pd.read_csv(shipped(TEST_DATA) / KINEMATICS_POSE_FILE)[list(POSE_COLUMNS)].to_numpy()
+    requests = []
+    for pose in poses[np.linspace(0, len(poses) - 1, count).astype(int)]:
+        request = SolveIK.Request(max_solutions=1, refine=False)
+        request.target.header.frame_id = 'world'
+        p, o = request.target.pose.position, request.target.pose.orientation
+        p.x, p.y, p.z = (float(v) for v in pose[:3])
+        o.x, o.y, o.z, o.w = (float(v) for v in pose[3:])
+        requests.append(request)
+    return requests
+
+
+def round_trip(executor: SingleThreadedExecutor, client, request) -> tuple[float, object]:
+    started = time.perf_counter()
+    future = client.call_async(request)
+    while not future.done():
+        executor.spin_once(timeout_sec=1.0)
+    return time.perf_counter() - started, future.result()
+
+
+def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    rclpy.init()
+    node = rclpy.create_node('service_bench')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    clients = {
+        'trivial': node.create_client(SolveIK, '/trivial_solve_ik/solve_ik'),
+        'ik_server': node.create_client(SolveIK, '/ik_server/solve_ik'),
+    }
+    try:
+        for name, client in clients.items():
+            if not client.wait_for_service(timeout_sec=30.0):
+                raise SystemExit(f'{name} did not come up')
+        requests = requests_from_test_data(args.requests)
+        times = {name: [] for name in clients}
+        compute = []
+        for index, request in enumerate(requests * 2):
+            warm = index >= len(requests)  # the first pass warms caches and JITs
+            for name, client in clients.items():
+                seconds, response = round_trip(executor, client, request)
+                if warm:
+                    times[name].append(seconds)
+                    if name == 'ik_server':
+                        if not response.success:
+                            print(f'unsolved: {response.message}', file=sys.stderr)
+                        compute.append(float(COMPUTE_TIME.search(response.message).group(1)))
+        return {**{k: np.array(v) * 1e6 for k, v in times.items()}, 'compute': np.array(compute)}
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog='service_bench',
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument('--requests', type=int, default=1000, help='timed requests per server')
+    parser.add_argument('--solver', default='network', help='ik_server solver parameter')
+    parser.add_argument('--model', default='', help="checkpoint; '' = the shipped model")
+    parser.add_argument('--trivial-server', action='store_true', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.trivial_server:
+        return serve_trivial()
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+    commands = [
+        [sys.executable, '-m', 'iknet_ros.service_bench', '--trivial-server'],
+        [
+            installed('ik_server'),
+            '--ros-args',
+            '-p', f'solver:={args.solver}',
+            '-p', f'model_path:={args.model}',
+            '-p', 'command_interface:=none',
+            '-p', 'device:=cpu',
+        ],
+    ]  # fmt: skip
+    processes = [
+        subprocess.Popen(c, stdout=subprocess.DEVNULL, start_new_session=True) for c in commands
+    ]
+    try:
+        result = measure(args)
+    finally:
+        for process in processes:
+            os.killpg(process.pid, signal.SIGINT)
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+    trivial, served, compute = result['trivial'], result['ik_server'], result['compute']
+    print(f'SolveIK round trips, {len(served)} requests each, solver {args.solver}:')
+    for name, values in (('trivial service', trivial), ('ik_server', served)):
+        median, p95 = np.median(values), np.percentile(values, 95)
+        print(f'  {name:<16} median {median:7.0f} us   p95 {p95:7.0f} us')
+    print(f'  ratio of medians   {np.median(served) / np.median(trivial):.2f} (target <= 1.5)')
+    print(
+        f'  IK compute inside ik_server: median {np.median(compute):.0f} us, '
+        f'p95 {np.percentile(compute, 95):.0f} us (target median <= 150 us)'
+    )
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
