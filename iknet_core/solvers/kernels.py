@@ -1,0 +1,380 @@
+"""Compiled (numba) FK, Jacobian and Levenberg-Marquardt refinement of serial chains.
+
+At batch size 1 the per-call overhead of numpy or torch dominates IK, so these loops work on a
+few scalars and preallocated buffers, allocating nothing per iteration. Their constants come from a
+`Chain` (`ChainArrays.from_chain`), so `iknet_core.kinematics` stays the one definition of the
+kinematics; tests hold the compiled FK and Jacobian equal to it. Compiled code is cached on disk.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.transforms import rpy_matrix
+
+# Damping (m^2) added to the Levenberg-Marquardt normal equations so they stay solvable at
+# singularities (a straight elbow); tiny next to J^T J (~1e-2 m^2) elsewhere.
+DAMPING_FLOOR = 1e-12
+# Steps smaller than this (rad, largest joint) mean the refinement is stationary.
+_STEP_FLOOR = 1e-14
+# Damping multiplier bounds: growth past the upper one means no step lowers the cost.
+_MU_MIN = 1e-6
+_MU_MAX = 1e12
+
+
+@dataclass(frozen=True)
+class ChainArrays:
+    """A chain as plain arrays for the compiled kernels.
+
+    joints: (n, 5, 3) = per joint the origin (m), the axis, then the origin rotation's rows.
+    tip: (4, 3) = tip offset (m), then the tip rotation's rows.
+    """
+
+    joints: np.ndarray
+    tip: np.ndarray
+
+    @classmethod
+    def from_chain(cls, chain: Chain) -> ChainArrays:
+        joints = np.array(
+            [
+                [joint.origin_xyz, joint.axis, *rpy_matrix(joint.origin_rpy)]
+                for joint in chain.joints
+            ],
+            dtype=np.float64,
+        )
+        tip = np.array([chain.tip_xyz, *rpy_matrix(chain.tip_rpy)], dtype=np.float64)
+        return cls(joints=joints, tip=tip)
+
+
+@njit(cache=True)
+def _times(r, m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """Row-major 3x3 product of the 9-tuple r with m."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = r
+    return (
+        r00 * m00 + r01 * m10 + r02 * m20,
+        r00 * m01 + r01 * m11 + r02 * m21,
+        r00 * m02 + r01 * m12 + r02 * m22,
+        r10 * m00 + r11 * m10 + r12 * m20,
+        r10 * m01 + r11 * m11 + r12 * m21,
+        r10 * m02 + r11 * m12 + r12 * m22,
+        r20 * m00 + r21 * m10 + r22 * m20,
+        r20 * m01 + r21 * m11 + r22 * m21,
+        r20 * m02 + r21 * m12 + r22 * m22,
+    )
+
+
+@njit(cache=True)
+def _times_rows(r, rows, first):
+    """r times the 3x3 matrix held in rows[first:first + 3] of a (k, 3) array."""
+    m = rows[first:]
+    return _times(
+        r, m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2]
+    )
+
+
+@njit(cache=True)
+def pose_jacobian(q, joints, tip, position, rotation, jacobian):
+    """Tip pose and geometric Jacobian of q (n,) into position (3,), rotation (3, 3), (6, n)."""
+    r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+    px = py = pz = 0.0
+    for i in range(q.shape[0]):
+        frame = joints[i]
+        ox, oy, oz = frame[0, 0], frame[0, 1], frame[0, 2]
+        px += r[0] * ox + r[1] * oy + r[2] * oz
+        py += r[3] * ox + r[4] * oy + r[5] * oz
+        pz += r[6] * ox + r[7] * oy + r[8] * oz
+        r = _times_rows(r, frame, 2)
+        ax, ay, az = frame[1, 0], frame[1, 1], frame[1, 2]
+        # Joint origin and world axis; the linear rows need the tip, so they are finished below.
+        jacobian[0, i] = px
+        jacobian[1, i] = py
+        jacobian[2, i] = pz
+        jacobian[3, i] = r[0] * ax + r[1] * ay + r[2] * az
+        jacobian[4, i] = r[3] * ax + r[4] * ay + r[5] * az
+        jacobian[5, i] = r[6] * ax + r[7] * ay + r[8] * az
+        # Rodrigues: c I + s [a]x + (1 - c) a a^T.
+        s, c = math.sin(q[i]), math.cos(q[i])
+        t = 1.0 - c
+        r = _times(
+            r,
+            c + t * ax * ax,
+            t * ax * ay - s * az,
+            t * ax * az + s * ay,
+            t * ax * ay + s * az,
+            c + t * ay * ay,
+            t * ay * az - s * ax,
+            t * ax * az - s * ay,
+            t * ay * az + s * ax,
+            c + t * az * az,
+        )
+    ox, oy, oz = tip[0, 0], tip[0, 1], tip[0, 2]
+    px += r[0] * ox + r[1] * oy + r[2] * oz
+    py += r[3] * ox + r[4] * oy + r[5] * oz
+    pz += r[6] * ox + r[7] * oy + r[8] * oz
+    r = _times_rows(r, tip, 1)
+    position[0], position[1], position[2] = px, py, pz
+    for k in range(9):
+        rotation[k // 3, k % 3] = r[k]
+    for i in range(q.shape[0]):
+        dx = px - jacobian[0, i]
+        dy = py - jacobian[1, i]
+        dz = pz - jacobian[2, i]
+        wx, wy, wz = jacobian[3, i], jacobian[4, i], jacobian[5, i]
+        jacobian[0, i] = wy * dz - wz * dy
+        jacobian[1, i] = wz * dx - wx * dz
+        jacobian[2, i] = wx * dy - wy * dx
+
+
+@njit(cache=True)
+def _row_dot(a, i, b, j):
+    """Row i of a (3, 3) dotted with row j of b (3, 3)."""
+    return a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
+
+
+@njit(cache=True)
+def _residual(position, rotation, target_position, target_rotation, weight, residual):
+    """Fill residual (6,) = target - FK (m), weight (m/rad) * rotation vector; return both errors.
+
+    The rotation vector is the world-frame rotation taking FK's rotation onto the target's, so it
+    matches the Jacobian's angular rows.
+    """
+    ex = target_position[0] - position[0]
+    ey = target_position[1] - position[1]
+    ez = target_position[2] - position[2]
+    # m = target_rotation @ rotation^T, as scalars so nothing is allocated per iteration.
+    m00 = _row_dot(target_rotation, 0, rotation, 0)
+    m01 = _row_dot(target_rotation, 0, rotation, 1)
+    m02 = _row_dot(target_rotation, 0, rotation, 2)
+    m10 = _row_dot(target_rotation, 1, rotation, 0)
+    m11 = _row_dot(target_rotation, 1, rotation, 1)
+    m12 = _row_dot(target_rotation, 1, rotation, 2)
+    m20 = _row_dot(target_rotation, 2, rotation, 0)
+    m21 = _row_dot(target_rotation, 2, rotation, 1)
+    m22 = _row_dot(target_rotation, 2, rotation, 2)
+    vx, vy, vz = m21 - m12, m02 - m20, m10 - m01
+    two_sine = math.sqrt(vx * vx + vy * vy + vz * vz)
+    angle = math.atan2(two_sine, m00 + m11 + m22 - 1.0)
+    if angle < 3.0:
+        # angle / (2 sin angle), -> 1/2 as the angle -> 0.
+        scale = angle / two_sine if two_sine > 1e-300 else 0.5
+        rx, ry, rz = scale * vx, scale * vy, scale * vz
+    else:
+        # Near a half turn v vanishes: the axis is the longest column of m + I = 2 a a^T there.
+        rx, ry, rz = m00 + 1.0, m10, m20
+        cy = (m01, m11 + 1.0, m21)
+        cz = (m02, m12, m22 + 1.0)
+        for column in (cy, cz):
+            if column[0] ** 2 + column[1] ** 2 + column[2] ** 2 > rx * rx + ry * ry + rz * rz:
+                rx, ry, rz = column
+        norm = math.sqrt(rx * rx + ry * ry + rz * rz)
+        scale = angle / norm if rx * vx + ry * vy + rz * vz >= 0.0 else -angle / norm
+        rx, ry, rz = scale * rx, scale * ry, scale * rz
+    residual[0], residual[1], residual[2] = ex, ey, ez
+    residual[3], residual[4], residual[5] = weight * rx, weight * ry, weight * rz
+    return math.sqrt(ex * ex + ey * ey + ez * ez), angle
+
+
+@njit(cache=True)
+def _half_square(residual):
+    """Least-squares cost 0.5 |residual|^2 (m^2); a loop, as np.dot needs scipy in numba."""
+    total = 0.0
+    for value in residual:
+        total += value * value
+    return 0.5 * total
+
+
+@njit(cache=True)
+def _bound(q, bounds):
+    """Keep q (n,) within bounds (n, 3) = low, high, wraps: full-turn joints wrap, others clamp."""
+    for i in range(q.shape[0]):
+        low, high = bounds[i, 0], bounds[i, 1]
+        value = q[i]
+        if value < low or value > high:
+            if bounds[i, 2] > 0.0:
+                value = low + (value - low) % (2.0 * math.pi)
+            value = min(max(value, low), high)
+            q[i] = value
+
+
+@njit(cache=True)
+def _cholesky_solve(a, b, x):
+    """Solve a x = b for symmetric positive definite a (n, n), overwriting a with its factor."""
+    n = b.shape[0]
+    for j in range(n):
+        diagonal = a[j, j]
+        for k in range(j):
+            diagonal -= a[j, k] * a[j, k]
+        diagonal = math.sqrt(max(diagonal, 1e-300))
+        a[j, j] = diagonal
+        for i in range(j + 1, n):
+            value = a[i, j]
+            for k in range(j):
+                value -= a[i, k] * a[j, k]
+            a[i, j] = value / diagonal
+    for i in range(n):
+        value = b[i]
+        for k in range(i):
+            value -= a[i, k] * x[k]
+        x[i] = value / a[i, i]
+    for i in range(n - 1, -1, -1):
+        value = x[i]
+        for k in range(i + 1, n):
+            value -= a[k, i] * x[k]
+        x[i] = value / a[i, i]
+
+
+@njit(cache=True)
+def refine_batch(
+    q, target_positions, target_rotations, joints, tip, bounds, settings, errors, iterations
+):
+    """Levenberg-Marquardt on every row of q (B, n), in place, towards targets (B, 3), (B, 3, 3).
+
+    settings = (orientation weight m/rad, position tolerance m, orientation tolerance rad,
+    max iterations). Writes errors (B, 2) = position m, orientation rad; iterations (B,).
+    Damping = mu * cost + floor (Sugihara): ~0 near a solution, so convergence is quadratic;
+    mu grows on rejected steps, so the cost only ever falls and unreachable targets settle on the
+    nearest weighted compromise.
+    """
+    n = q.shape[1]
+    weight, position_tolerance, orientation_tolerance = settings[0], settings[1], settings[2]
+    max_iterations = int(settings[3])
+    position, rotation, jacobian = np.empty(3), np.empty((3, 3)), np.empty((6, n))
+    trial_position, trial_rotation = np.empty(3), np.empty((3, 3))
+    trial_jacobian = np.empty((6, n))
+    residual, trial_residual = np.empty(6), np.empty(6)
+    normal, gradient, step, trial = np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
+    for b in range(q.shape[0]):
+        current = q[b]
+        target_position, target_rotation = target_positions[b], target_rotations[b]
+        _bound(current, bounds)
+        pose_jacobian(current, joints, tip, position, rotation, jacobian)
+        position_error, orientation_error = _residual(
+            position, rotation, target_position, target_rotation, weight, residual
+        )
+        cost = _half_square(residual)
+        mu = 1.0
+        count = 0
+        while count < max_iterations:
+            if position_error <= position_tolerance and orientation_error <= orientation_tolerance:
+                break
+            damping = mu * cost + DAMPING_FLOOR
+            for i in range(n):
+                value = 0.0
+                for k in range(3):
+                    value += jacobian[k, i] * residual[k]
+                for k in range(3, 6):
+                    value += weight * jacobian[k, i] * residual[k]
+                gradient[i] = value
+                for j in range(i + 1):
+                    value = 0.0
+                    for k in range(3):
+                        value += jacobian[k, i] * jacobian[k, j]
+                    angular = 0.0
+                    for k in range(3, 6):
+                        angular += jacobian[k, i] * jacobian[k, j]
+                    value += weight * weight * angular
+                    normal[i, j] = value
+                    normal[j, i] = value
+                normal[i, i] += damping
+            _cholesky_solve(normal, gradient, step)
+            largest = 0.0
+            for i in range(n):
+                trial[i] = current[i] + step[i]
+            _bound(trial, bounds)
+            for i in range(n):
+                largest = max(largest, abs(trial[i] - current[i]))
+            if largest < _STEP_FLOOR:
+                break
+            count += 1
+            pose_jacobian(trial, joints, tip, trial_position, trial_rotation, trial_jacobian)
+            trial_position_error, trial_orientation_error = _residual(
+                trial_position,
+                trial_rotation,
+                target_position,
+                target_rotation,
+                weight,
+                trial_residual,
+            )
+            trial_cost = _half_square(trial_residual)
+            if trial_cost < cost:
+                current[:] = trial
+                position, trial_position = trial_position, position
+                rotation, trial_rotation = trial_rotation, rotation
+                jacobian, trial_jacobian = trial_jacobian, jacobian
+                residual, trial_residual = trial_residual, residual
+                position_error, orientation_error = trial_position_error, trial_orientation_error
+                cost = trial_cost
+                mu = max(0.1 * mu, _MU_MIN)
+            else:
+                mu *= 10.0
+                if mu > _MU_MAX:
+                    break
+        errors[b, 0] = position_error
+        errors[b, 1] = orientation_error
+        iterations[b] = count
+
+
+@njit(cache=True)
+def pose_jacobian_batch(q, joints, tip, positions, rotations, jacobians):
+    """pose_jacobian for every row of q (B, n) into (B, 3), (B, 3, 3), (B, 6, n)."""
+    for b in range(q.shape[0]):
+        pose_jacobian(q[b], joints, tip, positions[b], rotations[b], jacobians[b])
+
+
+@njit(cache=True)
+def pose_errors_batch(q, target_positions, target_rotations, joints, tip, errors):
+    """errors (B, 2) = position (m) and orientation (rad) error of FK(q (B, n)) vs the targets."""
+    n = q.shape[1]
+    position, rotation, jacobian = np.empty(3), np.empty((3, 3)), np.empty((6, n))
+    residual = np.empty(6)
+    for b in range(q.shape[0]):
+        pose_jacobian(q[b], joints, tip, position, rotation, jacobian)
+        errors[b, 0], errors[b, 1] = _residual(
+            position, rotation, target_positions[b], target_rotations[b], 1.0, residual
+        )
+
+
+class CompiledChain:
+    """The compiled kernels bound to one chain, with numpy in and out."""
+
+    def __init__(self, chain: Chain) -> None:
+        self.chain = chain
+        self.arrays = ChainArrays.from_chain(chain)
+
+    def pose_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q (B, n) rad -> positions (B, 3) m, rotations (B, 3, 3), Jacobians (B, 6, n)."""
+        q = self._joints(q)
+        count, n = q.shape
+        positions, rotations = np.empty((count, 3)), np.empty((count, 3, 3))
+        jacobians = np.empty((count, 6, n))
+        pose_jacobian_batch(
+            q, self.arrays.joints, self.arrays.tip, positions, rotations, jacobians
+        )
+        return positions, rotations, jacobians
+
+    def pose_errors(
+        self, q: np.ndarray, positions: np.ndarray, rotations: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """FK(q (B, n)) against targets (B, 3), (B, 3, 3): errors (B,) m and (B,) rad."""
+        q = self._joints(q)
+        errors = np.empty((q.shape[0], 2))
+        pose_errors_batch(
+            q,
+            np.ascontiguousarray(positions, dtype=np.float64),
+            np.ascontiguousarray(rotations, dtype=np.float64),
+            self.arrays.joints,
+            self.arrays.tip,
+            errors,
+        )
+        return errors[:, 0], errors[:, 1]
+
+    def _joints(self, q: np.ndarray) -> np.ndarray:
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        if q.ndim != 2 or q.shape[1] != self.chain.n_joints:
+            raise ValueError(f'expected joints of shape (B, {self.chain.n_joints}), got {q.shape}')
+        return q
