@@ -1,0 +1,20 @@
+"""IK solver backends with one result format: closed form, refinement, and any seed proposer."""
+
+from iknet_core.solvers.analytic import AnalyticSolver
+from iknet_core.solvers.base import Proposer, Solver
+from iknet_core.solvers.refine import Refinement, Refiner
+from iknet_core.solvers.refined import RefinedSolver, constant_proposer, refined
+from iknet_core.solvers.result import Solutions, Tolerance
+
+__all__ = [
+    'AnalyticSolver',
+    'Proposer',
+    'RefinedSolver',
+    'Refinement',
+    'Refiner',
+    'Solutions',
+    'Solver',
+    'Tolerance',
+    'constant_proposer',
+    'refined',
+]

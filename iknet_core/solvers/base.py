@@ -1,0 +1,74 @@
+"""The interface every IK backend offers, so the server and benchmark can swap them by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.solvers.result import Solutions
+
+# Seeds for refinement: positions (B, 3) m, rotations (B, 3, 3) -> K hypotheses (B, K, n) rad.
+Proposer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class Solver(Protocol):
+    """An IK backend: one pose with every detail, or many poses for throughput."""
+
+    chain: Chain
+
+    def solve(
+        self,
+        position: np.ndarray,
+        rotation: np.ndarray,
+        seed: np.ndarray | None = None,
+        max_solutions: int = 1,
+    ) -> Solutions:
+        """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
+        ...
+
+    def solve_batch(
+        self, positions: np.ndarray, rotations: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Best solution per pose: (B, 3), (B, 3, 3) -> joints (B, n), errors (B,) m, (B,) rad."""
+        ...
+
+
+def check_pose(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One target as float64 arrays (3,), (3, 3); ValueError naming the shape otherwise."""
+    position = np.asarray(position, dtype=np.float64)
+    rotation = np.asarray(rotation, dtype=np.float64)
+    if position.shape != (3,) or rotation.shape != (3, 3):
+        raise ValueError(
+            f'expected a position (3,) and rotation (3, 3), got {position.shape} and '
+            f'{rotation.shape}'
+        )
+    return position, rotation
+
+
+def check_poses(positions: np.ndarray, rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """B targets as C-contiguous float64 (B, 3), (B, 3, 3); ValueError naming the shapes."""
+    positions = np.ascontiguousarray(positions, dtype=np.float64)
+    rotations = np.ascontiguousarray(rotations, dtype=np.float64)
+    if (
+        positions.ndim != 2
+        or positions.shape[1:] != (3,)
+        or rotations.shape != (len(positions), 3, 3)
+    ):
+        raise ValueError(
+            f'expected positions (B, 3) and rotations (B, 3, 3), got {positions.shape} and '
+            f'{rotations.shape}'
+        )
+    return positions, rotations
+
+
+def check_seed(seed: np.ndarray, chain: Chain) -> np.ndarray:
+    """A finite seed (n,) rad for the chain; ValueError otherwise."""
+    seed = np.asarray(seed, dtype=np.float64)
+    if seed.shape != (chain.n_joints,):
+        raise ValueError(f'expected a seed of shape ({chain.n_joints},), got {seed.shape}')
+    if not np.all(np.isfinite(seed)):
+        raise ValueError(f'seed {seed} is not finite')
+    return seed

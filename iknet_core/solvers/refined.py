@@ -1,0 +1,104 @@
+"""`refined(proposer)`: any source of seeds (the network, the closed form, a constant) plus
+refinement, ranked by the branch policy. This is the `network+refine` backend once the network
+proposes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
+from iknet_core.solvers.policy import best_per_pose, select
+from iknet_core.solvers.refine import Refiner
+from iknet_core.solvers.result import Solutions
+
+
+class RefinedSolver:
+    """Refines every hypothesis of the proposer (and the caller's seed), then ranks them."""
+
+    def __init__(self, proposer: Proposer, refiner: Refiner, name: str = 'refined') -> None:
+        self.proposer = proposer
+        self.refiner = refiner
+        self.chain = refiner.chain
+        self.name = name
+
+    def solve(
+        self,
+        position: np.ndarray,
+        rotation: np.ndarray,
+        seed: np.ndarray | None = None,
+        max_solutions: int = 1,
+    ) -> Solutions:
+        """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) rad when given.
+
+        The seed is refined too, so the solution on the seed's branch is among the candidates.
+        """
+        position, rotation = check_pose(position, rotation)
+        hypotheses = self._propose(position[None], rotation[None])[0]
+        if seed is not None:
+            seed = check_seed(seed, self.chain)
+            hypotheses = np.concatenate([seed[None], hypotheses])
+        count = len(hypotheses)
+        refined = self.refiner.refine(
+            np.tile(position, (count, 1)), np.tile(rotation, (count, 1, 1)), hypotheses
+        )
+        return select(
+            self.chain,
+            refined.joints,
+            refined.position_errors,
+            refined.orientation_errors,
+            self.refiner.tolerance,
+            seed,
+            max_solutions,
+            self.refiner.orientation_weight,
+        )
+
+    def solve_batch(
+        self, positions: np.ndarray, rotations: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Best solution per pose: (B, 3), (B, 3, 3) -> joints (B, n), errors (B,) m, (B,) rad."""
+        positions, rotations = check_poses(positions, rotations)
+        hypotheses = self._propose(positions, rotations)
+        count, per_pose, n = hypotheses.shape
+        if per_pose == 1:
+            refined = self.refiner.refine(positions, rotations, hypotheses[:, 0])
+        else:
+            refined = self.refiner.refine(
+                np.repeat(positions, per_pose, 0),
+                np.repeat(rotations, per_pose, 0),
+                hypotheses.reshape(-1, n),
+            )
+        return best_per_pose(
+            self.chain,
+            refined.joints.reshape(count, per_pose, n),
+            refined.position_errors.reshape(count, per_pose),
+            refined.orientation_errors.reshape(count, per_pose),
+            self.refiner.tolerance,
+            self.refiner.orientation_weight,
+        )
+
+    def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
+        expected = (len(positions), self.chain.n_joints)
+        if hypotheses.ndim != 3 or (hypotheses.shape[0], hypotheses.shape[2]) != expected:
+            raise ValueError(
+                f'the proposer must return seeds of shape ({expected[0]}, K, {expected[1]}), '
+                f'got {hypotheses.shape}'
+            )
+        return hypotheses
+
+
+def refined(
+    proposer: Proposer, refiner: Refiner | None = None, name: str = 'refined'
+) -> RefinedSolver:
+    """A solver that refines the proposer's seeds (default refiner: OM-X, default tolerance)."""
+    return RefinedSolver(proposer, refiner or Refiner(), name)
+
+
+def constant_proposer(joints: np.ndarray) -> Proposer:
+    """The same seed (n,) rad for every pose; zeros give the `refine from zero` baseline."""
+    seed = np.asarray(joints, dtype=np.float64)
+
+    def propose(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(seed, (len(positions), 1, len(seed)))
+
+    return propose
