@@ -1,0 +1,285 @@
+"""`ros2 run iknet recorder`: records /kinematics_pose and /joint_states to CSV, losing nothing.
+
+Each recording is a new directory holding kinematics_pose.csv and joint_states.csv (the headers of
+`ros2 topic echo --csv` files) and metadata.json. Rows reach the disk every `flush_period` s.
+"""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import time
+from typing import Any
+
+import rclpy
+from open_manipulator_msgs.msg import KinematicsPose
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from iknet_collect.csv_writer import (
+    DurableCsvWriter,
+    RecordingError,
+    create_recording_dir,
+    write_json_atomic,
+)
+from iknet_collect.legacy_pose import legacy_pose
+from iknet_collect.message_rows import (
+    BadMessageError,
+    has_header,
+    joint_state_record,
+    kinematics_pose_values,
+    message_stamp_ns,
+    pose_row,
+)
+from iknet_collect.params import choice_validator, declare
+from iknet_collect.stream_stats import StreamStats
+from iknet_core.csv_schema import (
+    JOINT_STATES_FILE,
+    KINEMATICS_POSE_COLUMNS,
+    KINEMATICS_POSE_FILE,
+    METADATA_FILE,
+    joint_states_columns,
+)
+from iknet_core.kinematics.chain import chain_preset
+
+POSE_SOURCES = ('topic', 'fk')
+RELIABILITIES = ('reliable', 'best_effort')
+# 10 s of messages at 100 Hz: a disk stall of seconds queues messages instead of dropping them.
+QUEUE_DEPTH = 1000
+WARNING_PERIOD_S = 5.0
+
+
+def _now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+class Recorder(Node):
+    def __init__(self) -> None:
+        super().__init__('recorder')
+        self.add_on_set_parameters_callback(
+            choice_validator({'pose_source': POSE_SOURCES, 'reliability': RELIABILITIES})
+        )
+        pose_topic = declare(self, 'kinematics_pose_topic', '/kinematics_pose', 'pose topic')
+        joint_topic = declare(self, 'joint_states_topic', '/joint_states', 'joint state topic')
+        parent = declare(
+            self, 'output_dir', '~/iknet_recordings', 'parent folder of the recording folders'
+        )
+        name = declare(
+            self, 'recording_name', '', 'folder of this recording; empty: a UTC timestamp'
+        )
+        self.pose_source = declare(
+            self,
+            'pose_source',
+            'topic',
+            'topic: poses from the pose topic; fk: FK of each joint state, for stacks without one',
+        )
+        chain_name = declare(self, 'chain', 'open_manipulator_x', 'robot chain of the poses')
+        self.duration = declare(
+            self,
+            'duration',
+            0.0,
+            'stop after this many s; 0 records until stopped',
+            float_range=(0.0, 1e7),
+        )
+        flush_period = declare(
+            self,
+            'flush_period',
+            0.5,
+            'seconds between pushes of rows to the disk',
+            float_range=(0.01, 1.0),
+        )
+        reliability = declare(
+            self,
+            'reliability',
+            'reliable',
+            'reliable (loses nothing; ROBOTIS and ros2_control publish reliably) or best_effort '
+            '(for best-effort publishers, which a reliable subscription never hears)',
+        )
+        self.chain = chain_preset(chain_name)
+        self.done = False
+        self.exit_code = 0
+        self.stop_reason = ''
+        self.joint_names: tuple[str, ...] | None = None
+        self.joint_writer: DurableCsvWriter | None = None
+        self.joint_stats = StreamStats(joint_topic)
+        self.pose_stats = StreamStats(pose_topic if self.pose_source == 'topic' else 'fk')
+        self.pose_stamp_source = 'fk of joint_states'
+        if self.pose_source == 'topic':
+            self.pose_stamp_source = 'header' if has_header(KinematicsPose) else 'receipt'
+
+        name = name or datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+        self.directory = create_recording_dir(parent, name)
+        self.pose_writer = DurableCsvWriter.create(
+            self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
+        )
+        self.started = {'wall': _now_iso(), 'ros_time': self.get_clock().now().nanoseconds / 1e9}
+        self.start_monotonic = time.monotonic()
+        self.topics = {'joint_states': joint_topic}
+        self.write_metadata('recording')
+
+        qos = QoSProfile(
+            history=HistoryPolicy.KEEP_LAST,
+            depth=QUEUE_DEPTH,
+            reliability=ReliabilityPolicy.RELIABLE
+            if reliability == 'reliable'
+            else ReliabilityPolicy.BEST_EFFORT,
+        )
+        self.qos = {'reliability': reliability, 'depth': QUEUE_DEPTH}
+        self.create_subscription(JointState, joint_topic, self.on_joint_state, qos)
+        if self.pose_source == 'topic':
+            self.topics['kinematics_pose'] = pose_topic
+            self.create_subscription(KinematicsPose, pose_topic, self.on_pose, qos)
+        self.create_timer(flush_period, self.on_timer)
+        self.get_logger().info(
+            f'recording {", ".join(self.topics.values())} (poses: {self.pose_source}) '
+            f'into {self.directory}'
+            + (f' for {self.duration:g} s' if self.duration else ' until stopped')
+        )
+
+    def on_joint_state(self, message: JointState) -> None:
+        receipt = self.get_clock().now().nanoseconds
+        try:
+            record = joint_state_record(message, receipt, self.chain.joint_names, self.joint_names)
+            self.joint_stats.check_order(record.stamp_ns)
+            if self.joint_writer is None:
+                # The first good message fixes the joint set and so the header.
+                self.joint_names = record.names
+                self.joint_writer = DurableCsvWriter.create(
+                    self.directory / JOINT_STATES_FILE, joint_states_columns(len(record.names))
+                )
+            self.joint_writer.write(record.row)
+            self.joint_stats.wrote(record.stamp_ns)
+            if self.pose_source == 'fk':
+                values = [*legacy_pose(record.chain_positions, self.chain).tolist(), 0.0, 0.0, 0.0]
+                self.pose_writer.write(pose_row(record.stamp_ns, '', values))
+                self.pose_stats.wrote(record.stamp_ns)
+        except BadMessageError as bad:
+            self.skip(self.joint_stats, bad)
+        except RecordingError as error:
+            self.fail(error)
+
+    def on_pose(self, message: KinematicsPose) -> None:
+        receipt = self.get_clock().now().nanoseconds
+        try:
+            values = kinematics_pose_values(message)
+            stamp = message_stamp_ns(message, receipt)
+            self.pose_stats.check_order(stamp)
+            frame_id = message.header.frame_id if has_header(type(message)) else ''
+            self.pose_writer.write(pose_row(stamp, frame_id, values))
+            self.pose_stats.wrote(stamp)
+        except BadMessageError as bad:
+            self.skip(self.pose_stats, bad)
+        except RecordingError as error:
+            self.fail(error)
+
+    def skip(self, stats: StreamStats, bad: BadMessageError) -> None:
+        stats.skip(bad.reason)
+        total = sum(stats.skipped.values())
+        self.get_logger().warning(
+            f'skipped a message on {stats.topic} ({bad}); {total} skipped there so far',
+            throttle_duration_sec=WARNING_PERIOD_S,
+        )
+
+    def on_timer(self) -> None:
+        try:
+            self.sync()
+        except RecordingError as error:
+            self.fail(error)
+            return
+        if self.duration and time.monotonic() - self.start_monotonic >= self.duration:
+            self.stop_reason = f'duration of {self.duration:g} s reached'
+            self.done = True
+
+    def sync(self) -> None:
+        self.pose_writer.sync()
+        if self.joint_writer is not None:
+            self.joint_writer.sync()
+
+    def fail(self, error: RecordingError) -> None:
+        """Stop recording for good: a full disk does not heal by retrying 100 times a second."""
+        if not self.done:
+            self.get_logger().error(f'recording stopped: {error}')
+        self.stop_reason = f'error: {error}'
+        self.exit_code = 1
+        self.done = True
+
+    def write_metadata(self, status: str) -> None:
+        data: dict[str, Any] = {
+            'status': status,
+            'stop_reason': self.stop_reason,
+            'host': socket.gethostname(),
+            'topics': self.topics,
+            'qos': getattr(self, 'qos', None),
+            'pose_source': self.pose_source,
+            'pose_stamp': self.pose_stamp_source,
+            'chain': self.chain.to_dict(),
+            'joint_names': list(self.joint_names or ()),
+            'start': self.started,
+            'stop': None,
+            'files': {'kinematics_pose': KINEMATICS_POSE_FILE, 'joint_states': JOINT_STATES_FILE},
+            'streams': {
+                'joint_states': self.joint_stats.summary(),
+                'kinematics_pose': self.pose_stats.summary(),
+            },
+        }
+        if status != 'recording':
+            data['stop'] = {
+                'wall': _now_iso(),
+                'ros_time': self.get_clock().now().nanoseconds / 1e9,
+            }
+        write_json_atomic(self.directory / METADATA_FILE, data)
+
+    def finish(self) -> None:
+        """Flush and close both files, write the final metadata and report the counts."""
+        status = 'failed' if self.exit_code else 'complete'
+        self.stop_reason = self.stop_reason or 'stopped'
+        for writer in (self.pose_writer, self.joint_writer):
+            if writer is None:
+                continue
+            try:
+                writer.close()
+            except RecordingError as error:
+                self.fail(error)
+                status = 'failed'
+        if self.joint_writer is None:
+            self.get_logger().warning(f'no joint state arrived on {self.joint_stats.topic}')
+        try:
+            self.write_metadata(status)
+        except RecordingError as error:
+            self.fail(error)
+        self.get_logger().info(
+            f'{status} ({self.stop_reason}): {self.joint_stats.written} joint states, '
+            f'{self.pose_stats.written} poses in {self.directory}; skipped joint states '
+            f'{dict(self.joint_stats.skipped)}, poses {dict(self.pose_stats.skipped)}'
+        )
+
+    def destroy_node(self) -> None:
+        self.finish()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int | None:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = Recorder()
+        while rclpy.ok() and not node.done:
+            rclpy.spin_once(node, timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        if node is not None:
+            node.stop_reason = 'stopped by signal'
+    except (RecordingError, ValueError, ParameterException) as error:
+        rclpy.logging.get_logger('recorder').error(str(error))
+        return 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return node.exit_code if node is not None else 1
+
+
+if __name__ == '__main__':
+    main()

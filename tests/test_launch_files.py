@@ -1,0 +1,88 @@
+"""Every launch/*.xml, checked by reading it: `ros2 launch` is not available here.
+
+Each node is an installed iknet executable, each parameter file and included launch file exists,
+each argument has a default and a description, and YAML files address the node names used.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO_ROOT, executable
+
+LAUNCH_FILES = sorted((REPO_ROOT / 'launch').glob('*.xml'))
+SUBSTITUTION = re.compile(r'\$\((\S+)\s*([^)]*)\)')
+
+
+def resolve(text: str, args: dict[str, str | None]) -> str:
+    """Substitutions as `ros2 launch` with default arguments would make them."""
+
+    def substitute(match: re.Match) -> str:
+        kind, value = match.group(1), match.group(2).strip()
+        if kind == 'find-pkg-share':
+            assert value == 'iknet', f'refers to another package: {value}'
+            return str(REPO_ROOT)
+        if kind == 'var':
+            assert value in args, f'$(var {value}) is not a declared argument'
+            return resolve(args[value] or '', args)
+        raise AssertionError(f'unexpected substitution $({kind} {value})')
+
+    return SUBSTITUTION.sub(substitute, text)
+
+
+def declared(root: ET.Element) -> dict[str, str | None]:
+    return {arg.get('name'): arg.get('default') for arg in root.findall('arg')}
+
+
+def test_there_are_launch_files():
+    names = {path.name for path in LAUNCH_FILES}
+    assert {'record.launch.xml', 'sim.launch.xml'} <= names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_arguments_have_defaults_and_descriptions(path: Path):
+    root = ET.parse(path).getroot()
+    assert root.tag == 'launch'
+    for arg in root.findall('arg'):
+        assert arg.get('default') is not None, f'{arg.get("name")} has no default'
+        assert (arg.get('description') or '').strip(), f'{arg.get("name")} has no description'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_nodes_are_installed_and_their_parameter_files_address_them(path: Path):
+    root = ET.parse(path).getroot()
+    args = declared(root)
+    for node in root.iter('node'):
+        assert node.get('pkg') == 'iknet'
+        executable(node.get('exec'))  # FileNotFoundError if not installed
+        for param in node.findall('param'):
+            if param.get('from') is None:
+                assert param.get('name') and param.get('value') is not None
+                resolve(param.get('value'), args)
+                continue
+            params_file = Path(resolve(param.get('from'), args))
+            assert params_file.is_file(), f'{params_file} does not exist'
+            content = yaml.safe_load(params_file.read_text())
+            name = node.get('name')
+            assert name in content or '/**' in content, f'{params_file} has no {name}: section'
+            assert 'ros__parameters' in content.get(name, content.get('/**'))
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_includes_exist_and_get_only_declared_arguments(path: Path):
+    root = ET.parse(path).getroot()
+    args = declared(root)
+    for include in root.iter('include'):
+        included = Path(resolve(include.get('file'), args))
+        assert included.is_file(), f'{included} does not exist'
+        assert included.parent == REPO_ROOT / 'launch'
+        included_args = declared(ET.parse(included).getroot())
+        for arg in include.findall('arg'):
+            assert arg.get('name') in included_args, f'{included.name} has no {arg.get("name")}'
+            resolve(arg.get('value'), args)
+        if include.get('if') is not None:
+            assert resolve(include.get('if'), args) in ('true', 'false')

@@ -1,0 +1,356 @@
+"""The recorder: exact CSV headers, FK-consistent rows, durability under signals, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from open_manipulator_msgs.msg import KinematicsPose
+from rclpy.qos import QoSProfile
+from recording_helpers import read_csv, stamp_of, start_recorder, start_sim, wait_for
+from sensor_msgs.msg import JointState
+
+from iknet_collect.csv_writer import DurableCsvWriter, RecordingError, create_recording_dir
+from iknet_collect.message_rows import (
+    BadMessageError,
+    joint_state_record,
+    message_stamp_ns,
+)
+from iknet_collect.stream_stats import StreamStats
+from iknet_core.csv_schema import KINEMATICS_POSE_COLUMNS, joint_states_columns
+from iknet_core.kinematics import OMX_CHAIN, Chain, pose_from_joints
+from iknet_core.kinematics.transforms import canonical_quaternion
+
+JOINT_HEADER = list(joint_states_columns(5))
+POSE_HEADER = list(KINEMATICS_POSE_COLUMNS)
+NAMES = ['joint1', 'joint2', 'joint3', 'joint4', 'gripper']
+
+
+# --- units: stamps, checks, files ---------------------------------------------------------
+
+
+class _Stamp:
+    def __init__(self, sec: int, nanosec: int) -> None:
+        self.sec, self.nanosec = sec, nanosec
+
+
+class _Header:
+    def __init__(self, sec: int, nanosec: int) -> None:
+        self.stamp, self.frame_id = _Stamp(sec, nanosec), ''
+
+
+class PoseWithoutHeader:
+    """Stand-in for ROBOTIS's original KinematicsPose, which has no header."""
+
+    @classmethod
+    def get_fields_and_field_types(cls) -> dict[str, str]:
+        return {'pose': 'geometry_msgs/Pose', 'tolerance': 'double'}
+
+
+def test_pose_stamp_is_the_header_stamp_or_the_receipt_time():
+    with_header = KinematicsPose()
+    with_header.header.stamp.sec, with_header.header.stamp.nanosec = 12, 345
+    assert message_stamp_ns(with_header, receipt_ns=99) == 12_000_000_345
+    assert message_stamp_ns(PoseWithoutHeader(), receipt_ns=99) == 99
+    # A zero stamp means the publisher did not stamp it.
+    assert message_stamp_ns(KinematicsPose(), receipt_ns=99) == 99
+
+
+def _joint_state(**fields) -> JointState:
+    message = JointState(name=NAMES, position=[0.1, 0.2, 0.3, 0.4, 0.0], **fields)
+    message.header.stamp.sec = 5
+    return message
+
+
+def test_joint_state_rows_follow_the_message_and_empty_arrays_leave_empty_columns():
+    record = joint_state_record(_joint_state(), 0, OMX_CHAIN.joint_names, None)
+    assert len(record.row) == len(JOINT_HEADER)
+    assert record.row[:8] == ['5', '0', '', *NAMES]
+    assert record.row[13:] == [''] * 10
+    np.testing.assert_array_equal(record.chain_positions, [0.1, 0.2, 0.3, 0.4])
+    three = JointState(name=['joint1', 'joint2', 'joint3', 'joint4'], position=[0.0] * 4)
+    assert len(joint_state_record(three, 1, OMX_CHAIN.joint_names, None).row) == 3 + 4 * 4
+
+
+@pytest.mark.parametrize(
+    ('message', 'reason'),
+    [
+        (_joint_state(velocity=[math.nan] * 5), 'not_finite'),
+        (_joint_state(effort=[0.0] * 3), 'wrong_length'),
+        (JointState(name=NAMES, position=[0.0] * 4), 'wrong_length'),
+        (JointState(name=['joint1', 'gripper'], position=[0.0, 0.0]), 'missing_joints'),
+        (JointState(name=[*NAMES, 'joint5'], position=[0.0] * 6), 'joint_names_changed'),
+    ],
+)
+def test_bad_joint_states_are_refused_with_a_reason(message, reason):
+    with pytest.raises(BadMessageError) as error:
+        joint_state_record(message, 1, OMX_CHAIN.joint_names, tuple(NAMES))
+    assert error.value.reason == reason
+
+
+def test_stream_stats_counts_gaps_and_refuses_stamps_going_back():
+    stats = StreamStats('/joint_states')
+    for stamp in [0, 10, 20, 30, 60, 70]:
+        stats.wrote(stamp * 10**6)
+    with pytest.raises(BadMessageError, match='stamp_not_increasing'):
+        stats.check_order(70 * 10**6)
+    summary = stats.summary()
+    assert summary['written'] == 6 and summary['gaps'] == 1
+    assert summary['largest_gaps'][0] == {'after_stamp': 0.03, 'length_s': 0.03}
+    assert summary['rate_hz'] == pytest.approx(5 / 0.07)
+
+
+def test_recording_dir_is_never_reused(tmp_path):
+    first = create_recording_dir(tmp_path, 'a')
+    (first / 'x').write_text('data')
+    with pytest.raises(RecordingError, match='not empty'):
+        create_recording_dir(tmp_path, 'a')
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(RecordingError, match='cannot record into'):
+        create_recording_dir(tmp_path / 'file', 'b')
+
+
+@pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
+def test_full_disk_is_a_clear_error():
+    writer = DurableCsvWriter(open('/dev/full', 'w'), ['a', 'b'])  # noqa: SIM115 - closed below
+    writer.write(['1', '2'])
+    with pytest.raises(RecordingError, match='cannot write /dev/full: No space left'):
+        writer.sync()
+    with pytest.raises(RecordingError, match='No space left'):
+        writer.close()
+    writer.close()  # closed for good: no second error
+
+
+# --- the node over DDS ----------------------------------------------------------------------
+
+
+def _metadata(directory: Path) -> dict:
+    return json.loads((directory / 'metadata.json').read_text())
+
+
+def _check_recording(directory: Path, rate_hz: float | None = 100.0) -> None:
+    """Exact headers, rising stamps, each pose = FK(joints at the same stamp), rates."""
+    joint_header, joint_rows = read_csv(directory / 'joint_states.csv')
+    pose_header, pose_rows = read_csv(directory / 'kinematics_pose.csv')
+    assert joint_header == JOINT_HEADER
+    assert pose_header == POSE_HEADER
+    assert all(len(row) == len(JOINT_HEADER) for row in joint_rows)
+    assert all(len(row) == len(POSE_HEADER) for row in pose_rows)
+    for rows in (joint_rows, pose_rows):
+        stamps = np.array([stamp_of(row) for row in rows])
+        assert (np.diff(stamps) > 0).all()
+        if rate_hz:
+            measured = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
+            assert measured == pytest.approx(rate_hz, rel=0.05)
+    joints = {stamp_of(row): [float(v) for v in row[8:12]] for row in joint_rows}
+    paired = [row for row in pose_rows if stamp_of(row) in joints]
+    assert len(paired) >= len(pose_rows) - 2, 'poses carry the stamps of their joint states'
+    q = np.array([joints[stamp_of(row)] for row in paired])
+    recorded = np.array([[float(v) for v in row[3:10]] for row in paired])
+    expected = pose_from_joints(OMX_CHAIN, q)
+    np.testing.assert_allclose(recorded[:, :3], expected[:, :3], atol=1e-6)
+    np.testing.assert_allclose(canonical_quaternion(recorded[:, 3:]), expected[:, 3:], atol=1e-6)
+
+
+def test_sim_and_recorder_write_fk_consistent_csvs_at_the_configured_rate(processes, tmp_path):
+    start_sim(processes, tmp_path, torque_enabled=False, seed=5)
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=3.0
+    )
+    assert recorder.wait(timeout=30) == 0
+    directory = tmp_path / 'out' / 'run'
+    _check_recording(directory)
+    metadata = _metadata(directory)
+    assert metadata['status'] == 'complete'
+    assert Chain.from_dict(metadata['chain']) == OMX_CHAIN
+    assert metadata['topics'] == {
+        'joint_states': '/joint_states',
+        'kinematics_pose': '/kinematics_pose',
+    }
+    streams = metadata['streams']
+    assert streams['joint_states']['written'] == len(read_csv(directory / 'joint_states.csv')[1])
+    assert streams['joint_states']['rate_hz'] == pytest.approx(100.0, rel=0.05)
+    assert 'gaps' in streams['kinematics_pose'] and streams['kinematics_pose']['skipped'] == {}
+
+
+def _rows(path: Path) -> int:
+    return len(read_csv(path)[1]) if path.exists() else 0
+
+
+@pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_recording_leaves_complete_files(processes, tmp_path, signal_number):
+    start_sim(processes, tmp_path, torque_enabled=False)
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
+    )
+    directory = tmp_path / 'out' / 'run'
+    wait_for(lambda: _rows(directory / 'joint_states.csv') > 100, 20, 'rows on disk')
+    os.kill(recorder.pid, signal_number)
+    assert recorder.wait(timeout=15) == 0
+    for name in ('joint_states.csv', 'kinematics_pose.csv'):
+        assert (directory / name).read_text().endswith('\n')
+    _check_recording(directory, rate_hz=None)
+    metadata = _metadata(directory)
+    assert metadata['status'] == 'complete' and metadata['stop'] is not None
+    for stream, name in (
+        ('joint_states', 'joint_states.csv'),
+        ('kinematics_pose', 'kinematics_pose.csv'),
+    ):
+        assert metadata['streams'][stream]['written'] == _rows(directory / name)
+    assert 'joint states' in (tmp_path / 'recorder.log').read_text()
+
+
+def test_sigkill_loses_at_most_the_last_second(processes, ros, tmp_path):
+    start_sim(processes, tmp_path, torque_enabled=False)
+    node = ros.node('kill_witness')
+    seen: list[int] = []
+    node.create_subscription(
+        JointState,
+        'joint_states',
+        lambda m: seen.append(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec),
+        QoSProfile(depth=1000),
+    )
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
+    )
+    path = tmp_path / 'out' / 'run' / 'joint_states.csv'
+    assert ros.spin_until(lambda: _rows(path) > 100, 20.0), 'recorder wrote nothing'
+    ros.spin_until(lambda: False, 1.5)
+    recorder.kill()
+    recorder.wait(timeout=10)
+    killed_at = seen[-1]
+    recorded = {stamp_of(row) for row in read_csv(path)[1]}
+    first = min(recorded)
+    older = [s for s in seen if first <= s < killed_at - 10**9]
+    assert len(older) > 100
+    missing = [s for s in older if s not in recorded]
+    assert not missing, f'{len(missing)} rows older than 1 s lost'
+
+
+def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
+    )
+    node = ros.node('bad_publisher')
+    joints = node.create_publisher(JointState, 'joint_states', QoSProfile(depth=100))
+    poses = node.create_publisher(KinematicsPose, 'kinematics_pose', QoSProfile(depth=100))
+    assert ros.spin_until(
+        lambda: joints.get_subscription_count() > 0 and poses.get_subscription_count() > 0, 15.0
+    )
+    ros.spin_until(lambda: False, 0.5)  # let both sides finish matching
+
+    def joint_state(tick: int, names=NAMES, position=None) -> JointState:
+        message = JointState(name=names, position=position or [0.1 * tick, 0.0, 0.0, 0.0, 0.0])
+        message.header.stamp.sec, message.header.stamp.nanosec = 100, tick * 10**7
+        return message
+
+    def pose(tick: int, xyz=(0.1, 0.0, 0.2), quaternion=(0.0, 0.0, 0.0, 1.0)) -> KinematicsPose:
+        message = KinematicsPose()
+        message.header.stamp.sec, message.header.stamp.nanosec = 100, tick * 10**7
+        p, o = message.pose.position, message.pose.orientation
+        p.x, p.y, p.z = xyz
+        o.x, o.y, o.z, o.w = quaternion
+        return message
+
+    for tick in range(5):
+        joints.publish(joint_state(tick))
+        poses.publish(pose(tick))
+    joints.publish(joint_state(5, position=[math.nan, 0.0, 0.0, 0.0, 0.0]))
+    joints.publish(joint_state(6, position=[0.0, 0.0, 0.0]))
+    joints.publish(
+        joint_state(7, names=['joint1', 'joint2', 'joint4', 'gripper'], position=[0.0] * 4)
+    )
+    joints.publish(joint_state(2))  # stamp going back
+    poses.publish(pose(5, xyz=(math.inf, 0.0, 0.0)))
+    poses.publish(pose(6, quaternion=(0.0, 0.0, 0.0, 0.0)))
+    poses.publish(pose(1))  # stamp going back
+    for tick in range(10, 15):
+        joints.publish(joint_state(tick))
+        poses.publish(pose(tick))
+
+    directory = tmp_path / 'out' / 'run'
+    wait_for(
+        lambda: (
+            _rows(directory / 'joint_states.csv') == 10
+            and _rows(directory / 'kinematics_pose.csv') == 10
+        ),
+        15,
+        'the good rows',
+    )
+    assert recorder.poll() is None, 'the recorder survived bad input'
+    recorder.send_signal(signal.SIGINT)
+    assert recorder.wait(timeout=15) == 0
+    streams = _metadata(directory)['streams']
+    assert streams['joint_states']['skipped'] == {
+        'not_finite': 1,
+        'wrong_length': 1,
+        'missing_joints': 1,
+        'stamp_not_increasing': 1,
+    }
+    assert streams['kinematics_pose']['skipped'] == {
+        'not_finite': 1,
+        'bad_quaternion': 1,
+        'stamp_not_increasing': 1,
+    }
+    assert 'skipped a message' in (tmp_path / 'recorder.log').read_text()
+
+
+def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
+    start_sim(processes, tmp_path, torque_enabled=False, seed=7)
+    out = tmp_path / 'out'
+    topic = start_recorder(
+        processes, tmp_path, output_dir=out, recording_name='topic', duration=2.5
+    )
+    fk = start_recorder(
+        processes,
+        tmp_path,
+        'recorder_fk',
+        output_dir=out,
+        recording_name='fk',
+        pose_source='fk',
+        duration=2.5,
+    )
+    assert topic.wait(timeout=30) == 0 and fk.wait(timeout=30) == 0
+    assert _metadata(out / 'fk')['topics'] == {'joint_states': '/joint_states'}
+    for name in ('joint_states.csv', 'kinematics_pose.csv'):
+        header_topic, rows_topic = read_csv(out / 'topic' / name)
+        header_fk, rows_fk = read_csv(out / 'fk' / name)
+        assert header_topic == header_fk
+        by_stamp = {stamp_of(row): row for row in rows_topic}
+        common = [row for row in rows_fk if stamp_of(row) in by_stamp]
+        assert len(common) > 150
+        assert all(row == by_stamp[stamp_of(row)] for row in common)
+
+
+def test_pose_source_fk_with_only_joint_states_published(processes, tmp_path):
+    start_sim(processes, tmp_path, torque_enabled=False, publish_kinematics_pose=False)
+    recorder = start_recorder(
+        processes,
+        tmp_path,
+        output_dir=tmp_path / 'out',
+        recording_name='run',
+        pose_source='fk',
+        duration=2.0,
+    )
+    assert recorder.wait(timeout=30) == 0
+    _check_recording(tmp_path / 'out' / 'run', rate_hz=None)
+
+
+def test_refuses_a_used_or_unwritable_directory(processes, tmp_path):
+    (tmp_path / 'out' / 'taken').mkdir(parents=True)
+    (tmp_path / 'out' / 'taken' / 'kinematics_pose.csv').write_text('precious')
+    taken = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='taken'
+    )
+    assert taken.wait(timeout=20) == 1
+    assert 'not empty' in (tmp_path / 'recorder.log').read_text()
+    assert (tmp_path / 'out' / 'taken' / 'kinematics_pose.csv').read_text() == 'precious'
+    (tmp_path / 'file').write_text('')
+    unwritable = start_recorder(processes, tmp_path, output_dir=tmp_path / 'file')
+    assert unwritable.wait(timeout=20) == 1
+    assert 'cannot record into' in (tmp_path / 'recorder.log').read_text()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Remakes the shipped dataset: the simulated OM-X moved "by hand" (torque off), recorded at 100 Hz by
+# the iknet recorder. dataset/train: 305 s, seed 1; dataset/test: 65 s, seed 2.
+# Usage: bash tools/make_dataset.sh [OUTPUT_DIR (default: dataset)]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bash tools/setup.sh
+set +u  # the colcon setup scripts read unset variables
+# shellcheck disable=SC1091
+. ./env.sh
+set -u
+# Keep DDS on this machine, in a domain of its own (tests use 1..101) so nothing else mixes in.
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export ROS_DOMAIN_ID=${IKNET_DATASET_DOMAIN_ID:-142}
+out=$(realpath -m "${1:-dataset}")
+bin=install/lib/iknet
+staging=$(mktemp -d "$(dirname "$out")/.make_dataset.XXXXXX")
+pids=()
+
+stop_all() {
+  for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pids=()
+}
+trap 'stop_all; rm -rf "$staging"' EXIT
+
+record() {  # NAME SEED DURATION_S
+  local name=$1 seed=$2 duration=$3
+  echo "recording $name: seed $seed, $duration s" >&2
+  "$bin/omx_sim" --ros-args -p torque_enabled:=false -p seed:="$seed" -p rate_hz:=100.0 &
+  pids+=($!)
+  "$bin/recorder" --ros-args -p output_dir:="$staging" -p recording_name:="$name" \
+    -p duration:="$duration" -p pose_source:=topic
+  stop_all
+}
+
+record train 1 305.0
+record test 2 65.0
+mkdir -p "$out"
+for name in train test; do
+  rm -rf "${out:?}/$name"
+  mv "$staging/$name" "$out/$name"
+done
+echo "dataset written to $out" >&2
