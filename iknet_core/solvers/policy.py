@@ -4,9 +4,10 @@ Solutions meeting the tolerance come first, then those inside the software limit
 nearest to the seed (so a path does not flip between elbow up and down), else the smallest error.
 
 Joints whose reach spans a full turn (OM-X joint1 reaches beyond pi) reach one pose at q and at
-q - 2*pi. Both are valid and distinct solutions: a servo commanded from 3.2 rad to -3.0 rad turns
-6.2 rad. So distances are plain joint differences, after a seed outside the reach is brought
-into it by whole turns (as a wrapped reading would be).
+q - 2*pi. Both are valid, distinct solutions (a servo sent from 3.2 rad to -3.0 rad turns 6.2 rad),
+and both are offered. Distances to the seed are wrap-aware: such joints count their shortest angle,
+so the twins are equally near and the limits decide; the plain joint travel breaks remaining ties
+(joint1 = pi or -pi, both inside the limits: the one on the seed's side comes first).
 """
 
 from __future__ import annotations
@@ -45,14 +46,6 @@ def within_limits(chain: Chain, joints: np.ndarray, bounds: str = 'limits') -> n
     return np.all((joints >= low - _SLACK) & (joints <= high + _SLACK), axis=-1)
 
 
-def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
-    """(..., n) -> (..., n): full-turn joints outside their reach moved into it by whole turns."""
-    low, high = joint_bounds(chain, 'reach')
-    shifted = low + np.mod(joints - low, TURN)
-    outside = (joints < low) | (joints > high)
-    return np.where(full_turn_joints(chain) & outside & (shifted <= high), shifted, joints)
-
-
 def into_limits(chain: Chain, joints: np.ndarray) -> np.ndarray:
     """(..., n) -> (..., n): full-turn joints moved by whole turns inside the software limits
     where that is possible, so the limits-first policy sees the in-limits twin of a solution."""
@@ -82,9 +75,14 @@ def turn_variants(chain: Chain, joints: np.ndarray) -> tuple[np.ndarray, np.ndar
     return np.concatenate(variants), np.concatenate(sources)
 
 
-def seed_distance(chain: Chain, joints: np.ndarray, seed: np.ndarray) -> np.ndarray:
-    """(k, n), (n,) rad -> (k,) Euclidean joint distance (rad) to the seed, moved into reach."""
-    return np.linalg.norm(joints - into_reach(chain, seed), axis=-1)
+def seed_distance(
+    chain: Chain, joints: np.ndarray, seed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(k, n), (n,) rad -> wrap-aware distance (k,) and plain joint travel (k,), both rad."""
+    difference = joints - seed
+    wrapped = np.mod(difference + math.pi, TURN) - math.pi
+    angular = np.where(full_turn_joints(chain), wrapped, difference)
+    return np.linalg.norm(angular, axis=-1), np.linalg.norm(difference, axis=-1)
 
 
 def rank(
@@ -92,20 +90,23 @@ def rank(
     orientation_errors: np.ndarray,
     inside_limits: np.ndarray,
     tolerance: Tolerance,
-    distances: np.ndarray | None = None,
+    distances: tuple[np.ndarray, np.ndarray] | None = None,
     orientation_weight: float = 0.1,
 ) -> np.ndarray:
     """Order (k,) of k solutions, best first.
 
-    Tolerance met, then inside the limits, then nearest to the seed (distances (k,) rad, when a
-    seed is given) among those meeting the tolerance; otherwise the smallest error, weighted as in
-    refinement (orientation_weight m/rad), so an unreachable target gets its nearest compromise.
+    Tolerance met, then inside the limits, then nearest to the seed (distances = wrap-aware
+    distance and travel (k,) rad from `seed_distance`, when a seed is given) among those meeting
+    the tolerance; otherwise the smallest error, weighted as in refinement (orientation_weight
+    m/rad), so an unreachable target gets its nearest compromise.
     """
     error = position_errors + orientation_weight * orientation_errors
     error = np.where(np.isnan(error), np.inf, error)
     meets = tolerance.met(position_errors, orientation_errors)
-    secondary = error if distances is None else np.where(meets, distances, error)
-    return np.lexsort((error, secondary, ~inside_limits, ~meets))
+    if distances is None:
+        return np.lexsort((error, ~inside_limits, ~meets))
+    distance, travel = (np.where(meets, value, error) for value in distances)
+    return np.lexsort((error, travel, distance, ~inside_limits, ~meets))
 
 
 def distinct(joints: np.ndarray, atol: float = DUPLICATE_ATOL) -> np.ndarray:
@@ -130,7 +131,8 @@ def select(
     """Rank candidate solutions of one pose, drop duplicates, keep the best max_solutions.
 
     joints (k, n) rad with their errors (k,) m and (k,) rad; seed (n,) rad or None. Solutions
-    the joints cannot physically take (outside `reach`) are dropped: the arm would not get there.
+    the joints cannot physically take (outside `reach`) are dropped: the arm would not get there;
+    so are those missing the tolerance when another meets it.
     """
     joints, sources = turn_variants(chain, joints)
     reachable = within_limits(chain, joints, 'reach')
@@ -141,7 +143,12 @@ def select(
     order = rank(
         position_errors, orientation_errors, inside, tolerance, distances, orientation_weight
     )
-    order = order[distinct(joints[order])][: max(1, max_solutions)]
+    order = order[distinct(joints[order])]
+    meets = tolerance.met(position_errors[order], orientation_errors[order])
+    if meets.any():
+        # Compromises that miss the target are only worth offering when nothing reaches it.
+        order = order[meets]
+    order = order[: max(1, max_solutions)]
     return Solutions(
         joints=joints[order],
         position_errors=position_errors[order],

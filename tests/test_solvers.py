@@ -1,0 +1,231 @@
+import math
+
+import numpy as np
+import pytest
+from golden import REFERENCE_JOINTS, REFERENCE_POSES, random_observed_joints
+
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
+from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
+from iknet_core.solvers import (
+    AnalyticSolver,
+    Refiner,
+    Solutions,
+    Solver,
+    Tolerance,
+    constant_proposer,
+    refined,
+)
+from iknet_core.solvers.policy import distinct, rank, select, within_limits
+
+EXACT = Tolerance(position=1e-9, orientation=1e-9)
+STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
+
+
+@pytest.fixture(scope='module')
+def refiner() -> Refiner:
+    return Refiner(OMX_CHAIN, tolerance=EXACT)
+
+
+@pytest.fixture(scope='module')
+def analytic() -> AnalyticSolver:
+    return AnalyticSolver(OMX_CHAIN, tolerance=EXACT)
+
+
+def noisy_analytic(scale: float, per_pose: int = 4, seed: int = 0):
+    """A stand-in for the network: closed-form branches plus joint noise, K = 2 * per_pose."""
+    rng = np.random.default_rng(seed)
+    analytic = AnalyticSolver(OMX_CHAIN)
+
+    def propose(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        branches = np.repeat(analytic.ik.branches(positions, rotations), per_pose, 1)
+        return branches + rng.normal(0.0, scale, branches.shape)
+
+    return propose
+
+
+def fk_errors(q: np.ndarray, position: np.ndarray, rotation: np.ndarray):
+    reached, turned = forward_kinematics(OMX_CHAIN, q)
+    return np.linalg.norm(reached - position, axis=-1), rotation_angle_between(turned, rotation)
+
+
+def assert_honest(solutions: Solutions, position: np.ndarray, rotation: np.ndarray) -> None:
+    """Reported errors are FK's, and success means the best solution meets the tolerance."""
+    position_errors, orientation_errors = fk_errors(solutions.joints, position, rotation)
+    assert np.allclose(solutions.position_errors, position_errors, rtol=0, atol=1e-12)
+    assert np.allclose(solutions.orientation_errors, orientation_errors, rtol=0, atol=1e-12)
+    assert solutions.success == (
+        position_errors[0] <= EXACT.position and orientation_errors[0] <= EXACT.orientation
+    )
+
+
+def test_analytic_agrees_with_fk_on_random_joints(analytic):
+    q = random_observed_joints(1_000, seed=31)
+    positions, rotations = forward_kinematics(OMX_CHAIN, q)
+    for joints, position, rotation in zip(q[:200], positions, rotations, strict=False):
+        solutions = analytic.solve(position, rotation, max_solutions=8)
+        assert solutions.success
+        assert_honest(solutions, position, rotation)
+        # The sampled joints are among the solutions (whole-turn twins of joint1 included).
+        assert np.abs(solutions.joints - joints).max(axis=1).min() < 1e-9
+    joints, position_errors, orientation_errors = analytic.solve_batch(positions, rotations)
+    assert position_errors.max() < 1e-9 and orientation_errors.max() < 1e-9
+    assert np.allclose(fk_errors(joints, positions, rotations)[0], position_errors, atol=1e-12)
+
+
+def test_joint1_twin_inside_the_limits_comes_first():
+    # Reference row 4: joint1 = 3.2858 rad, beyond pi; 3.2858 - 2 pi reaches the same pose.
+    position = REFERENCE_POSES[3, :3]
+    rotation = matrix_from_quaternion(REFERENCE_POSES[3, 3:])
+    joints = REFERENCE_JOINTS[3]
+    solver = AnalyticSolver(OMX_CHAIN, tolerance=Tolerance(1e-5, 1e-5))  # 6-decimal recording
+    for seed in (None, joints):
+        solutions = solver.solve(position, rotation, seed=seed, max_solutions=8)
+        assert solutions.success and not solutions.left_limits
+        assert solutions.joints[0, 0] == pytest.approx(joints[0] - 2 * math.pi, abs=1e-5)
+        # The twin the arm is at is offered too, flagged outside the limits.
+        twin = np.abs(solutions.joints - joints).max(axis=1) < 1e-5
+        assert twin.sum() == 1 and not solutions.within_limits[twin][0]
+    # With the seed, the rest of the first solution is the seed's (wrap-aware distance).
+    seeded = solver.solve(position, rotation, seed=joints, max_solutions=8)
+    assert np.abs(seeded.joints[0, 1:] - joints[1:]).max() < 1e-5
+
+
+def test_joint1_at_pi_comes_on_the_seed_side(analytic):
+    # joint1 = pi and -pi are both inside the limits: the seed's side comes first.
+    q = np.array([math.pi, -0.3, 0.4, 0.5])
+    position, rotation = forward_kinematics(OMX_CHAIN, q)
+    for side in (1.0, -1.0):
+        seed = np.array([side * 3.0, -0.3, 0.4, 0.5])
+        solutions = analytic.solve(position, rotation, seed=seed, max_solutions=4)
+        assert solutions.success and solutions.within_limits[:2].all()
+        assert solutions.joints[0, 0] == pytest.approx(side * math.pi, abs=1e-9)
+        assert solutions.joints[1, 0] == pytest.approx(-side * math.pi, abs=1e-9)
+
+
+def test_ranking_prefers_tolerance_then_limits_then_the_seed():
+    errors = np.array([1e-3, 0.0, 0.0, 0.0])
+    zero = np.zeros(4)
+    inside = np.array([True, False, True, True])
+    distances = np.array([0.0, 0.0, 0.5, 0.1])
+    order = rank(errors, zero, inside, EXACT, (distances, distances))
+    # Meets tolerance and inside limits, nearest first; then outside limits; then the miss.
+    assert order.tolist() == [3, 2, 1, 0]
+    # Without a seed: smallest error among those meeting the tolerance and inside the limits.
+    position_errors = np.array([5e-10, 1e-10, 2e-10])
+    assert rank(position_errors, np.zeros(3), np.ones(3, bool), EXACT).tolist() == [1, 2, 0]
+    # None meets the tolerance: the nearest compromise first.
+    misses = np.array([0.3, 0.1, 0.2])
+    near = (distances[:3], distances[:3])
+    assert rank(misses, np.zeros(3), np.ones(3, bool), EXACT, near).tolist() == [1, 2, 0]
+
+
+def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
+    joints = np.array([[0.1, 0.2, 1.45, 0.0], [0.1, 0.2, 1.46, 0.0]])  # joint3 beyond 1.4
+    solutions = select(OMX_CHAIN, joints, np.zeros(2), np.zeros(2), EXACT, max_solutions=2)
+    assert solutions.success and solutions.left_limits
+    inside = np.array([[0.1, 0.2, 1.3, 0.0]])
+    both = np.concatenate([joints, inside])
+    solutions = select(OMX_CHAIN, both, np.zeros(3), np.zeros(3), EXACT, max_solutions=3)
+    assert not solutions.left_limits and solutions.joints[0, 2] == 1.3
+
+
+def test_solutions_outside_the_reach_are_never_offered():
+    joints = np.array([[0.1, 0.2, 2.5, 0.0], [0.1, 0.2, 1.3, 0.0]])  # joint3 reach ends at 1.49
+    solutions = select(OMX_CHAIN, joints, np.zeros(2), np.zeros(2), EXACT, max_solutions=2)
+    assert len(solutions) == 1 and solutions.joints[0, 2] == 1.3
+
+
+def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
+    solver = refined(noisy_analytic(0.05), refiner)
+    q = random_observed_joints(200, seed=32)
+    positions, rotations = forward_kinematics(OMX_CHAIN, q)
+    for position, rotation in zip(positions, rotations, strict=True):
+        solutions = solver.solve(position, rotation, max_solutions=8)
+        assert solutions.success
+        assert_honest(solutions, position, rotation)
+        # 8 hypotheses on 2 branches: duplicates are merged; whole-turn twins stay distinct.
+        assert len(solutions) <= 4
+        assert distinct(solutions.joints).all()
+        gaps = np.abs(solutions.joints[:, None] - solutions.joints[None]).max(-1)
+        assert gaps[~np.eye(len(solutions), dtype=bool)].min(initial=np.inf) > 1e-6
+    joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
+    assert position_errors.max() <= 1e-9 and orientation_errors.max() <= 1e-9
+    assert np.allclose(fk_errors(joints, positions, rotations)[0], position_errors, atol=1e-14)
+
+
+def test_seed_gives_the_nearest_branch_first(refiner):
+    solver = refined(noisy_analytic(0.05, seed=33), refiner)
+    q = random_observed_joints(200, seed=33)
+    positions, rotations = forward_kinematics(OMX_CHAIN, q)
+    for joints, position, rotation in zip(q, positions, rotations, strict=True):
+        solutions = solver.solve(position, rotation, seed=joints + 0.02, max_solutions=4)
+        assert solutions.success
+        # The seed's own branch first, unless it is outside the limits and another is inside.
+        if within_limits(OMX_CHAIN, joints) or not solutions.within_limits[0]:
+            assert np.abs(solutions.joints[0] - joints).max() < 1e-6
+        else:
+            assert solutions.within_limits[0]
+
+
+def test_seed_near_the_straight_elbow_keeps_its_branch(refiner):
+    # The zero seed proposes the bent elbow; the caller's seed on the other side must win.
+    solver = refined(constant_proposer(np.zeros(4)), refiner)
+    for side in (-1.0, 1.0):
+        q = np.array([0.3, 0.5, STRAIGHT_ELBOW + side * 0.03, 0.2])
+        position, rotation = forward_kinematics(OMX_CHAIN, q)
+        seed = q + np.array([0.01, -0.01, -side * 0.02, 0.01])
+        solutions = solver.solve(position, rotation, seed=seed, max_solutions=3)
+        assert solutions.success
+        assert np.sign(solutions.joints[0, 2] - STRAIGHT_ELBOW) == side
+        assert np.abs(solutions.joints[0] - q).max() < 1e-6
+
+
+def test_unreachable_targets_fail_with_the_nearest_solution(refiner):
+    solver = refined(AnalyticSolver(OMX_CHAIN).ik.branches, refiner)
+    far = np.array([0.6, 0.1, 0.3])
+    solutions = solver.solve(far, np.eye(3), max_solutions=2)
+    assert not solutions.success and len(solutions) >= 1
+    assert_honest(solutions, far, np.eye(3))
+    # The nearest point the tool reaches is at the edge of the workspace, well short of 0.6 m.
+    assert 0.1 < solutions.position_errors[0] < 0.4
+    _, position_errors, _ = solver.solve_batch(far[None], np.eye(3)[None])
+    assert position_errors[0] == pytest.approx(solutions.position_errors[0], abs=1e-9)
+
+
+def test_zero_seed_errors_are_reported_honestly(refiner):
+    solver = refined(constant_proposer(np.zeros(4)), refiner)
+    q = random_observed_joints(300, seed=34)
+    positions, rotations = forward_kinematics(OMX_CHAIN, q)
+    joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
+    expected_position, expected_orientation = fk_errors(joints, positions, rotations)
+    assert np.allclose(position_errors, expected_position, rtol=0, atol=1e-12)
+    assert np.allclose(orientation_errors, expected_orientation, rtol=0, atol=1e-12)
+    # From zero most poses are found; the rest are reported, not hidden.
+    assert np.mean(position_errors <= 1e-9) > 0.8
+
+
+@pytest.mark.parametrize('backend', ['analytic', 'refined'])
+def test_batch_equals_single_calls(backend, analytic, refiner):
+    solver: Solver = (
+        analytic if backend == 'analytic' else refined(noisy_analytic(0.0, per_pose=1), refiner)
+    )
+    q = random_observed_joints(100, seed=35)
+    positions, rotations = forward_kinematics(OMX_CHAIN, q)
+    joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
+    for index, (position, rotation) in enumerate(zip(positions, rotations, strict=True)):
+        single = solver.solve(position, rotation)
+        assert np.abs(single.joints[0] - joints[index]).max() < 1e-12
+        assert single.position_errors[0] == pytest.approx(position_errors[index], abs=1e-15)
+        assert single.orientation_errors[0] == pytest.approx(orientation_errors[index], abs=1e-15)
+
+
+def test_bad_inputs_are_refused(analytic, refiner):
+    with pytest.raises(ValueError, match=r'\(4,\)'):
+        analytic.solve(np.zeros(4), np.eye(3))
+    with pytest.raises(ValueError, match=r'seed of shape \(4,\), got \(3,\)'):
+        analytic.solve(np.zeros(3), np.eye(3), seed=np.zeros(3))
+    with pytest.raises(ValueError, match='not finite'):
+        analytic.solve(np.zeros(3), np.eye(3), seed=np.array([0.0, np.nan, 0.0, 0.0]))
+    wrong = refined(lambda positions, rotations: np.zeros((len(positions), 3)), refiner)
+    with pytest.raises(ValueError, match=r'\(1, K, 4\), got \(1, 3\)'):
+        wrong.solve(np.zeros(3), np.eye(3))
