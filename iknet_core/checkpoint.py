@@ -1,0 +1,127 @@
+"""One self-describing model file: rebuilds the network and the chain it was trained for.
+
+Contents (plain types and tensors only, so `torch.load(weights_only=True)` reads it):
+format, format_version, model_type, model_config, state_dict, normalization (input mean/std;
+outputs are angles or (cos, sin) pairs and need none), joint_names, chain (Chain.to_dict) and
+training (free-form JSON-able notes: command, data, figures).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.networks import IKNetwork, build_model, config_to_dict
+
+FORMAT = 'iknet-checkpoint'
+FORMAT_VERSION = 1
+REQUIRED_KEYS = (
+    'format',
+    'format_version',
+    'model_type',
+    'model_config',
+    'state_dict',
+    'normalization',
+    'joint_names',
+    'chain',
+)
+
+
+@dataclass
+class Checkpoint:
+    """A loaded model file: the network (eval mode, CPU) and what it was trained for."""
+
+    model: IKNetwork
+    model_type: str
+    chain: Chain
+    joint_names: list[str]
+    training: dict[str, Any] = field(default_factory=dict)
+
+
+def save_checkpoint(
+    path: Path | str,
+    model: IKNetwork,
+    model_type: str,
+    chain: Chain,
+    training: dict[str, Any] | None = None,
+) -> Path:
+    """Write the model file atomically (a crash never leaves half a file under its name)."""
+    path = Path(path)
+    if model.config.n_joints != chain.n_joints:
+        raise ValueError(
+            f'model predicts {model.config.n_joints} joints, chain {chain.name!r} has '
+            f'{chain.n_joints}'
+        )
+    content = {
+        'format': FORMAT,
+        'format_version': FORMAT_VERSION,
+        'model_type': model_type,
+        'model_config': config_to_dict(model.config),
+        'state_dict': {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        'normalization': model.normalization(),
+        'joint_names': chain.joint_names,
+        'chain': chain.to_dict(),
+        'training': training or {},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f'.{path.name}.partial')
+    torch.save(content, partial)
+    os.replace(partial, path)
+    return path
+
+
+def load_checkpoint(path: Path | str) -> Checkpoint:
+    """Read a model file without unpickling arbitrary objects; ValueError naming what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f'no model file at {path}')
+    try:
+        content = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as error:  # torch raises several types for truncated or foreign files
+        raise ValueError(f'{path}: not a readable iknet checkpoint ({_reason(error)})') from error
+    if not isinstance(content, dict) or content.get('format') != FORMAT:
+        raise ValueError(f'{path}: not an iknet checkpoint (no format={FORMAT!r} entry)')
+    missing = [key for key in REQUIRED_KEYS if key not in content]
+    if missing:
+        raise ValueError(f'{path}: checkpoint lacks {missing}')
+    if content['format_version'] != FORMAT_VERSION:
+        raise ValueError(
+            f'{path}: checkpoint format version {content["format_version"]}, this iknet reads '
+            f'version {FORMAT_VERSION}'
+        )
+    try:
+        chain = Chain.from_dict(content['chain'])
+        model = build_model(content['model_type'], content['model_config'])
+        model.load_state_dict(content['state_dict'])
+        model.set_normalization(content['normalization'])
+    except (ValueError, RuntimeError, TypeError) as error:
+        detail = ' '.join(line.strip() for line in str(error).splitlines()[:2])
+        raise ValueError(f'{path}: checkpoint does not match its model: {detail}') from error
+    joint_names = list(content['joint_names'])
+    if joint_names != chain.joint_names or model.config.n_joints != chain.n_joints:
+        raise ValueError(
+            f'{path}: joint names {joint_names} and a {model.config.n_joints}-joint model do '
+            f'not match chain {chain.name!r} ({chain.joint_names})'
+        )
+    model.eval()
+    return Checkpoint(
+        model=model,
+        model_type=content['model_type'],
+        chain=chain,
+        joint_names=joint_names,
+        training=dict(content['training']),
+    )
+
+
+def _reason(error: Exception) -> str:
+    """The informative line of torch.load's (long) error text."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith('WeightsUnpickler error'):
+            return line
+    return lines[0] if lines else type(error).__name__

@@ -1,0 +1,87 @@
+"""IK accuracy as users need it: end-effector error through FK, in mm and degrees.
+
+The one home for metrics: the test script, the training loop and the benchmark all use these.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.kinematics.transforms import (
+    Array,
+    array_module,
+    matrix_from_quaternion,
+    rotation_angle_between,
+)
+
+WITHIN_MM = (1.0, 5.0, 10.0)
+PERCENTILES = {'median': 50.0, 'p95': 95.0, 'p99': 99.0}
+
+
+def pose_errors(chain: Chain, joints: Array, poses: Array) -> tuple[Array, Array]:
+    """FK(joints) against target poses: (..., n), (..., 7) -> position (m), angle (rad), (...,).
+
+    numpy or torch; differentiable for torch, so training uses it too.
+    """
+    if poses.shape[-1] != 7 or joints.shape[:-1] != poses.shape[:-1]:
+        raise ValueError(
+            f'expected joints (..., {chain.n_joints}) and poses (..., 7) with one batch shape, '
+            f'got {tuple(joints.shape)} and {tuple(poses.shape)}'
+        )
+    xp = array_module(joints)
+    position, rotation = forward_kinematics(chain, joints)
+    offset = position - poses[..., :3]
+    position_error = xp.sqrt((offset * offset).sum(-1))
+    angle = rotation_angle_between(rotation, matrix_from_quaternion(poses[..., 3:]))
+    return position_error, angle
+
+
+def wrapped_difference(a: Array, b: Array) -> Array:
+    """a - b wrapped to (-pi, pi] (rad): q1 = 3.29 and -2.99 are the same joint position."""
+    return math.pi - (math.pi - (a - b)) % (2 * math.pi)
+
+
+def summary(values: np.ndarray) -> dict[str, float]:
+    """mean, median, p95, p99 and max of a 1-D array."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise ValueError('cannot summarise an empty array')
+    result = {'mean': float(values.mean())}
+    for key, percentile in PERCENTILES.items():
+        result[key] = float(np.percentile(values, percentile))
+    result['max'] = float(values.max())
+    return result
+
+
+def within_mm(position_error_m: np.ndarray, thresholds: tuple[float, ...] = WITHIN_MM) -> dict:
+    """Fraction of samples within each threshold (mm), keyed by the threshold as text."""
+    error_mm = np.asarray(position_error_m) * 1000.0
+    return {f'{t:g}': float(np.mean(error_mm <= t)) for t in thresholds}
+
+
+def accuracy_report(
+    chain: Chain, predicted: np.ndarray, poses: np.ndarray, joints: np.ndarray | None = None
+) -> dict:
+    """JSON-able accuracy of predicted joints (B, n) for target poses (B, 7).
+
+    joints: the recorded joints (B, n), for the wrap-aware per-joint error; optional.
+    """
+    predicted = np.asarray(predicted, dtype=np.float64)
+    poses = np.asarray(poses, dtype=np.float64)
+    position_error, angle = pose_errors(chain, predicted, poses)
+    report = {
+        'n_samples': len(poses),
+        'position_error_mm': summary(position_error * 1000.0),
+        'orientation_error_deg': summary(np.degrees(angle)),
+        'within_mm': within_mm(position_error),
+    }
+    if joints is not None:
+        difference = np.abs(wrapped_difference(predicted, np.asarray(joints, dtype=np.float64)))
+        report['joint_error_rad'] = {
+            name: summary(difference[:, i]) for i, name in enumerate(chain.joint_names)
+        }
+    return report

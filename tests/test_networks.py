@@ -1,0 +1,78 @@
+"""IK networks: shapes, sign-free input, rebuild from (type, config)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.networks import (
+    MODELS,
+    MultiHypothesisConfig,
+    ReferenceConfig,
+    build_model,
+    config_to_dict,
+    pose_features,
+)
+from iknet_train.synthetic import synthetic_samples
+
+
+def poses(n: int = 32, seed: int = 0) -> torch.Tensor:
+    return torch.as_tensor(synthetic_samples(OMX_CHAIN, n, seed)[0], dtype=torch.float32)
+
+
+@pytest.mark.parametrize('model_type', sorted(MODELS))
+def test_every_model_maps_poses_to_joint_hypotheses(model_type: str) -> None:
+    model = build_model(model_type).eval()
+    out = model(poses(5))
+    assert out.shape == (5, model.n_hypotheses, 4)
+    with pytest.raises(ValueError, match=r'expected poses of shape \(B, 7\), got \(5, 6\)'):
+        model(torch.zeros(5, 6))
+
+
+def test_default_model_gives_the_same_answer_for_q_and_minus_q() -> None:
+    model = build_model('iknet').eval()
+    model.fit_normalization(poses(256, seed=1))
+    target = poses(64)
+    flipped = target.clone()
+    flipped[:, 3:] *= -1.0
+
+    torch.testing.assert_close(model(target), model(flipped), atol=1e-6, rtol=0)
+    torch.testing.assert_close(pose_features(target), pose_features(flipped), atol=1e-7, rtol=0)
+
+
+def test_default_model_outputs_angles_as_directions() -> None:
+    model = build_model('iknet', {'n_hypotheses': 3})
+    assert model.unit_vectors(poses(4)).shape == (4, 3, 4, 2)
+    angles = model(poses(4))
+    assert torch.all(angles.abs() <= torch.pi)
+
+
+def test_models_rebuild_from_type_and_plain_config() -> None:
+    config = config_to_dict(MultiHypothesisConfig(width=32, n_blocks=1))
+    model = build_model('iknet', config)
+    assert model.config == MultiHypothesisConfig(width=32, n_blocks=1)
+    reference = build_model('reference', config_to_dict(ReferenceConfig()))
+    assert [m.out_features for m in reference.mlp if isinstance(m, torch.nn.Linear)] == [
+        400,
+        300,
+        200,
+        100,
+        50,
+        4,
+    ]
+    with pytest.raises(ValueError, match="unknown model type 'big'"):
+        build_model('big')
+    with pytest.raises(ValueError, match=r"unknown config keys \['depth'\]"):
+        build_model('iknet', {'depth': 3})
+
+
+def test_normalization_is_fitted_and_checked() -> None:
+    model = build_model('iknet')
+    model.fit_normalization(poses(500))
+    features = model.normalized_features(poses(500))
+    np.testing.assert_allclose(features.mean(0).detach(), 0.0, atol=1e-4)
+    assert torch.all(model.input_std >= 1e-3)  # R[2, 1] is always 0 on the OM-X
+    with pytest.raises(ValueError, match=r'input_mean must have shape \(12,\), got \(9,\)'):
+        model.set_normalization({'input_mean': [0.0] * 9, 'input_std': [1.0] * 12})
