@@ -15,10 +15,11 @@ from iknet_core.solvers import (
     constant_proposer,
     refined,
 )
-from iknet_core.solvers.policy import distinct, rank, select, within_limits
+from iknet_core.solvers.policy import BranchPolicy
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
 STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
+POLICY = BranchPolicy(OMX_CHAIN, EXACT)
 
 
 @pytest.fixture(scope='module')
@@ -103,36 +104,51 @@ def test_joint1_at_pi_comes_on_the_seed_side(analytic):
 
 
 def test_ranking_prefers_tolerance_then_limits_then_the_seed():
-    errors = np.array([1e-3, 0.0, 0.0, 0.0])
+    base = np.array([0.1, 0.2, 0.3, 0.4])
+    joints = np.array(
+        [
+            base,  # misses the target
+            [0.1, 0.2, 1.45, 0.4],  # joint3 beyond its limit 1.4, within its reach 1.49
+            [0.1, 0.7, 0.3, 0.4],
+            [0.1, 0.3, 0.3, 0.4],
+        ]
+    )
+    position_errors = np.array([1e-3, 0.0, 2e-10, 1e-10])
     zero = np.zeros(4)
-    inside = np.array([True, False, True, True])
-    distances = np.array([0.0, 0.0, 0.5, 0.1])
-    order = rank(errors, zero, inside, EXACT, (distances, distances))
-    # Meets tolerance and inside limits, nearest first; then outside limits; then the miss.
-    assert order.tolist() == [3, 2, 1, 0]
-    # Without a seed: smallest error among those meeting the tolerance and inside the limits.
-    position_errors = np.array([5e-10, 1e-10, 2e-10])
-    assert rank(position_errors, np.zeros(3), np.ones(3, bool), EXACT).tolist() == [1, 2, 0]
-    # None meets the tolerance: the nearest compromise first.
-    misses = np.array([0.3, 0.1, 0.2])
-    near = (distances[:3], distances[:3])
-    assert rank(misses, np.zeros(3), np.ones(3, bool), EXACT, near).tolist() == [1, 2, 0]
+    seeded = POLICY.select(joints, position_errors, zero, seed=base, max_solutions=4)
+    # Inside the limits, nearest to the seed first; then outside the limits; the miss dropped.
+    assert np.array_equal(seeded.joints, joints[[3, 2, 1]])
+    assert seeded.within_limits.tolist() == [True, True, False]
+    assert seeded.success and not seeded.left_limits
+    # Without a seed: smallest error first.
+    free = POLICY.select(joints[[1, 2, 3]], position_errors[[1, 2, 3]], zero[:3], max_solutions=4)
+    assert np.array_equal(free.joints, joints[[3, 2, 1]])
+    # Nothing meets the tolerance: inside the limits, smallest error first (the nearest
+    # compromise), whatever the seed; no solution is dropped.
+    misses = np.array([0.3, 0.01, 0.1, 0.2])
+    for seed in (None, joints[0]):
+        failed = POLICY.select(joints, misses, zero, seed=seed, max_solutions=4)
+        assert not failed.success
+        assert np.array_equal(failed.joints, joints[[2, 3, 0, 1]])
 
 
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
     joints = np.array([[0.1, 0.2, 1.45, 0.0], [0.1, 0.2, 1.46, 0.0]])  # joint3 beyond 1.4
-    solutions = select(OMX_CHAIN, joints, np.zeros(2), np.zeros(2), EXACT, max_solutions=2)
+    solutions = POLICY.select(joints, np.zeros(2), np.zeros(2), max_solutions=2)
     assert solutions.success and solutions.left_limits
     inside = np.array([[0.1, 0.2, 1.3, 0.0]])
     both = np.concatenate([joints, inside])
-    solutions = select(OMX_CHAIN, both, np.zeros(3), np.zeros(3), EXACT, max_solutions=3)
+    solutions = POLICY.select(both, np.zeros(3), np.zeros(3), max_solutions=3)
     assert not solutions.left_limits and solutions.joints[0, 2] == 1.3
 
 
-def test_solutions_outside_the_reach_are_never_offered():
+def test_solutions_outside_the_reach_never_succeed():
     joints = np.array([[0.1, 0.2, 2.5, 0.0], [0.1, 0.2, 1.3, 0.0]])  # joint3 reach ends at 1.49
-    solutions = select(OMX_CHAIN, joints, np.zeros(2), np.zeros(2), EXACT, max_solutions=2)
+    solutions = POLICY.select(joints, np.zeros(2), np.zeros(2), max_solutions=2)
     assert len(solutions) == 1 and solutions.joints[0, 2] == 1.3
+    alone = POLICY.select(joints[:1], np.zeros(1), np.zeros(1))
+    assert not alone.success and alone.left_limits
+    assert not POLICY.within_reach(joints[0]) and POLICY.within_reach(joints[1])
 
 
 def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
@@ -145,7 +161,6 @@ def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
         assert_honest(solutions, position, rotation)
         # 8 hypotheses on 2 branches: duplicates are merged; whole-turn twins stay distinct.
         assert len(solutions) <= 4
-        assert distinct(solutions.joints).all()
         gaps = np.abs(solutions.joints[:, None] - solutions.joints[None]).max(-1)
         assert gaps[~np.eye(len(solutions), dtype=bool)].min(initial=np.inf) > 1e-6
     joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
@@ -161,7 +176,7 @@ def test_seed_gives_the_nearest_branch_first(refiner):
         solutions = solver.solve(position, rotation, seed=joints + 0.02, max_solutions=4)
         assert solutions.success
         # The seed's own branch first, unless it is outside the limits and another is inside.
-        if within_limits(OMX_CHAIN, joints) or not solutions.within_limits[0]:
+        if POLICY.within_limits(joints) or not solutions.within_limits[0]:
             assert np.abs(solutions.joints[0] - joints).max() < 1e-6
         else:
             assert solutions.within_limits[0]

@@ -2,12 +2,14 @@
 
 from iknet_core.solvers.analytic import AnalyticSolver
 from iknet_core.solvers.base import Proposer, Solver
+from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.refine import Refinement, Refiner
 from iknet_core.solvers.refined import RefinedSolver, constant_proposer, refined
 from iknet_core.solvers.result import Solutions, Tolerance
 
 __all__ = [
     'AnalyticSolver',
+    'BranchPolicy',
     'Proposer',
     'RefinedSolver',
     'Refinement',

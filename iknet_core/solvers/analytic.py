@@ -8,7 +8,7 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.solvers.base import check_pose, check_poses, check_seed
 from iknet_core.solvers.kernels import CompiledChain
-from iknet_core.solvers.policy import best_per_pose, select
+from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Solutions, Tolerance
 
 
@@ -28,8 +28,7 @@ class AnalyticSolver:
         orientation_weight: float = 0.1,
     ) -> None:
         self.chain = chain
-        self.tolerance = tolerance
-        self.orientation_weight = orientation_weight
+        self.policy = BranchPolicy(chain, tolerance, orientation_weight)
         self.ik = OmxAnalyticIK(chain)
         self.compiled = CompiledChain(chain)
 
@@ -49,16 +48,7 @@ class AnalyticSolver:
         position_errors, orientation_errors = self.compiled.pose_errors(
             joints, np.tile(position, (count, 1)), np.tile(rotation, (count, 1, 1))
         )
-        return select(
-            self.chain,
-            joints,
-            position_errors,
-            orientation_errors,
-            self.tolerance,
-            seed,
-            max_solutions,
-            self.orientation_weight,
-        )
+        return self.policy.select(joints, position_errors, orientation_errors, seed, max_solutions)
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray
@@ -72,11 +62,8 @@ class AnalyticSolver:
             np.repeat(positions, branches, 0),
             np.repeat(rotations, branches, 0),
         )
-        return best_per_pose(
-            self.chain,
+        return self.policy.best_per_pose(
             joints,
             position_errors.reshape(count, branches),
             orientation_errors.reshape(count, branches),
-            self.tolerance,
-            self.orientation_weight,
         )

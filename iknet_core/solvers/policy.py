@@ -1,35 +1,36 @@
 """The branch policy: which of several IK solutions comes first.
 
 Solutions meeting the tolerance come first, then those inside the software limits, then the one
-nearest to the seed (so a path does not flip between elbow up and down), else the smallest error.
+nearest to the seed (so a path does not flip between elbow up and down), else the smallest error
+(position m + orientation_weight * orientation rad), so an unreachable target gets its nearest
+compromise. A solution outside the joints' reach never meets the tolerance: the arm cannot take it.
 
 Joints whose reach spans a full turn (OM-X joint1 reaches beyond pi) reach one pose at q and at
 q - 2*pi. Both are valid, distinct solutions (a servo sent from 3.2 rad to -3.0 rad turns 6.2 rad),
 and both are offered. Distances to the seed are wrap-aware: such joints count their shortest angle,
 so the twins are equally near and the limits decide; the plain joint travel breaks remaining ties
 (joint1 = pi or -pi, both inside the limits: the one on the seed's side comes first).
+
+The ranking is compiled (numba): ranking a handful of candidates with numpy costs ~20-30 us of
+per-call overhead per query, more than the refinement itself.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
+from numba import njit
 
 from iknet_core.kinematics.chain import Chain
-from iknet_core.solvers.result import Solutions, Tolerance
+from iknet_core.solvers.result import DEFAULT_TOLERANCE, Solutions, Tolerance
 
 TURN = 2.0 * math.pi
 # Solutions whose joints all differ by less than this (rad) are one solution.
 DUPLICATE_ATOL = 1e-6
 # Slack (rad) when testing limits and reach, so values computed at a bound count as inside.
 _SLACK = 1e-9
-
-
-def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
-    """(n,) bool: joints whose `reach` (or `limits`) span a whole turn, so they wrap."""
-    low, high = joint_bounds(chain, bounds)
-    return high - low >= TURN - _SLACK
 
 
 def joint_bounds(chain: Chain, bounds: str = 'reach') -> tuple[np.ndarray, np.ndarray]:
@@ -40,140 +41,252 @@ def joint_bounds(chain: Chain, bounds: str = 'reach') -> tuple[np.ndarray, np.nd
     return pairs[:, 0], pairs[:, 1]
 
 
-def within_limits(chain: Chain, joints: np.ndarray, bounds: str = 'limits') -> np.ndarray:
-    """(..., n) rad -> (...,) bool: every joint inside its software limits (or its reach)."""
+def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
+    """(n,) bool: joints whose `reach` (or `limits`) span a whole turn, so they wrap."""
     low, high = joint_bounds(chain, bounds)
-    return np.all((joints >= low - _SLACK) & (joints <= high + _SLACK), axis=-1)
+    return high - low >= TURN - _SLACK
 
 
-def into_limits(chain: Chain, joints: np.ndarray) -> np.ndarray:
-    """(..., n) -> (..., n): full-turn joints moved by whole turns inside the software limits
-    where that is possible, so the limits-first policy sees the in-limits twin of a solution."""
-    low, high = joint_bounds(chain, 'limits')
-    shifted = low + np.mod(joints - low, TURN)
-    outside = (joints < low - _SLACK) | (joints > high + _SLACK)
-    return np.where(full_turn_joints(chain) & outside & (shifted <= high), shifted, joints)
+class BranchPolicy:
+    """The policy for one chain, tolerance and weighting, bounds precomputed."""
 
+    def __init__(
+        self,
+        chain: Chain,
+        tolerance: Tolerance = DEFAULT_TOLERANCE,
+        orientation_weight: float = 0.1,
+    ) -> None:
+        self.chain = chain
+        self.tolerance = tolerance
+        self.orientation_weight = orientation_weight
+        # Rows: low, high of the limits, then of the reach, widened by the slack.
+        limits, reach = joint_bounds(chain, 'limits'), joint_bounds(chain, 'reach')
+        self._bounds = np.array([limits[0], limits[1], reach[0], reach[1]])
+        self._bounds += np.array([-_SLACK, _SLACK, -_SLACK, _SLACK])[:, None]
+        full_turn = full_turn_joints(chain)
+        self._full_turn = full_turn.astype(np.float64)
+        # Every combination of -1, 0, +1 turns of the full-turn joints, no shift first: (m, n) rad.
+        turns = [(-1.0, 0.0, 1.0) if wraps else (0.0,) for wraps in full_turn]
+        shifts = np.array(list(itertools.product(*turns))) * TURN
+        self._shifts = shifts[np.argsort(np.abs(shifts).sum(1), kind='stable')]
+        self._settings = np.array(
+            [tolerance.position, tolerance.orientation, orientation_weight, DUPLICATE_ATOL]
+        )
+        self._no_seed = np.zeros(chain.n_joints)
 
-def turn_variants(chain: Chain, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every whole-turn shift of full-turn joints that stays within reach.
+    def within_limits(self, joints: np.ndarray) -> np.ndarray:
+        """(..., n) rad -> (...,) bool: every joint inside its software limits."""
+        return ((joints >= self._bounds[0]) & (joints <= self._bounds[1])).all(-1)
 
-    joints (k, n) -> variants (m, n) and, per variant, the index (m,) of the solution it came from
-    (same pose, so the same errors).
-    """
-    low, high = joint_bounds(chain, 'reach')
-    variants, sources = [joints], [np.arange(len(joints))]
-    for index in np.flatnonzero(full_turn_joints(chain)):
-        for turns in (-1.0, 1.0):
-            shifted = joints.copy()
-            shifted[:, index] += turns * TURN
-            inside = (shifted[:, index] >= low[index] - _SLACK) & (
-                shifted[:, index] <= high[index] + _SLACK
+    def within_reach(self, joints: np.ndarray) -> np.ndarray:
+        """(..., n) rad -> (...,) bool: every joint inside what it physically takes."""
+        return ((joints >= self._bounds[2]) & (joints <= self._bounds[3])).all(-1)
+
+    def select(
+        self,
+        joints: np.ndarray,
+        position_errors: np.ndarray,
+        orientation_errors: np.ndarray,
+        seed: np.ndarray | None = None,
+        max_solutions: int = 1,
+    ) -> Solutions:
+        """Rank candidate solutions of one pose, drop duplicates, keep the best max_solutions.
+
+        joints (k, n) rad with their errors (k,) m and (k,) rad; seed (n,) rad or None. Whole-turn
+        twins within reach are added; candidates missing the tolerance are dropped when another
+        meets it.
+        """
+        joints = np.ascontiguousarray(joints, dtype=np.float64)
+        position_errors = np.asarray(position_errors, dtype=np.float64)
+        orientation_errors = np.asarray(orientation_errors, dtype=np.float64)
+        if joints.ndim != 2 or joints.shape[1] != self.chain.n_joints:
+            raise ValueError(f'expected joints (k, {self.chain.n_joints}), got {joints.shape}')
+        count = len(joints) * len(self._shifts)
+        candidates = np.empty((count, joints.shape[1]))
+        sources = np.empty(count, dtype=np.int64)
+        flags = np.empty((count, 2), dtype=np.bool_)
+        chosen = np.empty(max(1, max_solutions), dtype=np.int64)
+        picked = chosen[
+            : _rank(
+                joints,
+                position_errors,
+                orientation_errors,
+                self._shifts,
+                self._bounds,
+                self._full_turn,
+                self._settings,
+                self._no_seed if seed is None else np.asarray(seed, dtype=np.float64),
+                seed is not None,
+                candidates,
+                sources,
+                flags,
+                chosen,
             )
-            variants.append(shifted[inside])
-            sources.append(np.flatnonzero(inside))
-    return np.concatenate(variants), np.concatenate(sources)
+        ]
+        origin = sources[picked]
+        return Solutions(
+            joints=candidates[picked],
+            position_errors=position_errors[origin],
+            orientation_errors=orientation_errors[origin],
+            within_limits=flags[picked, 0],
+            meets_tolerance=flags[picked, 1],
+        )
+
+    def best_per_pose(
+        self, joints: np.ndarray, position_errors: np.ndarray, orientation_errors: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The best of K candidates per pose, without a seed, as `select` would rank them:
+        (B, K, n) rad, (B, K) m, (B, K) rad -> (B, n), (B,), (B,)."""
+        joints = np.ascontiguousarray(joints, dtype=np.float64)
+        position_errors = np.ascontiguousarray(position_errors, dtype=np.float64)
+        orientation_errors = np.ascontiguousarray(orientation_errors, dtype=np.float64)
+        best = np.empty((len(joints), joints.shape[2]))
+        sources = np.empty(len(joints), dtype=np.int64)
+        _best_per_pose(
+            joints,
+            position_errors,
+            orientation_errors,
+            self._shifts,
+            self._bounds,
+            self._full_turn,
+            self._settings,
+            best,
+            sources,
+        )
+        rows = np.arange(len(joints))
+        return best, position_errors[rows, sources], orientation_errors[rows, sources]
 
 
-def seed_distance(
-    chain: Chain, joints: np.ndarray, seed: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(k, n), (n,) rad -> wrap-aware distance (k,) and plain joint travel (k,), both rad."""
-    difference = joints - seed
-    wrapped = np.mod(difference + math.pi, TURN) - math.pi
-    angular = np.where(full_turn_joints(chain), wrapped, difference)
-    return np.linalg.norm(angular, axis=-1), np.linalg.norm(difference, axis=-1)
+@njit(cache=True)
+def _rank(
+    joints,
+    position_errors,
+    orientation_errors,
+    shifts,
+    bounds,
+    full_turn,
+    settings,
+    seed,
+    has_seed,
+    candidates,
+    sources,
+    flags,
+    chosen,
+):
+    """The policy for one pose; returns how many of chosen (max,) it filled.
 
-
-def rank(
-    position_errors: np.ndarray,
-    orientation_errors: np.ndarray,
-    inside_limits: np.ndarray,
-    tolerance: Tolerance,
-    distances: tuple[np.ndarray, np.ndarray] | None = None,
-    orientation_weight: float = 0.1,
-) -> np.ndarray:
-    """Order (k,) of k solutions, best first.
-
-    Tolerance met, then inside the limits, then nearest to the seed (distances = wrap-aware
-    distance and travel (k,) rad from `seed_distance`, when a seed is given) among those meeting
-    the tolerance; otherwise the smallest error, weighted as in refinement (orientation_weight
-    m/rad), so an unreachable target gets its nearest compromise.
+    joints (k, n), errors (k,), shifts (m, n) whole turns, bounds (4, n) = limits low, high,
+    reach low, high; settings = position and orientation tolerance, orientation weight,
+    duplicate tolerance. Fills candidates (k * m, n) with the turn variants (unshifted ones always,
+    shifted ones when within reach), sources (k * m,) with the joints row each came from, flags
+    (k * m, 2) with (inside limits, meets tolerance), and chosen with candidate rows, best first.
     """
-    error = position_errors + orientation_weight * orientation_errors
-    error = np.where(np.isnan(error), np.inf, error)
-    meets = tolerance.met(position_errors, orientation_errors)
-    if distances is None:
-        return np.lexsort((error, ~inside_limits, ~meets))
-    distance, travel = (np.where(meets, value, error) for value in distances)
-    return np.lexsort((error, travel, distance, ~inside_limits, ~meets))
+    k, n = joints.shape
+    position_tolerance, orientation_tolerance = settings[0], settings[1]
+    weight, duplicate = settings[2], settings[3]
+    # Keys, compared in order: outside reach, misses, outside limits, primary, secondary, error.
+    keys = np.empty((k * shifts.shape[0], 6))
+    count = 0
+    for s in range(shifts.shape[0]):
+        for i in range(k):
+            inside = reachable = True
+            distance = travel = 0.0
+            for j in range(n):
+                value = joints[i, j] + shifts[s, j]
+                candidates[count, j] = value
+                inside = inside and bounds[0, j] <= value <= bounds[1, j]
+                reachable = reachable and bounds[2, j] <= value <= bounds[3, j]
+                difference = value - seed[j]
+                travel += difference * difference
+                if full_turn[j] > 0.0:
+                    difference = (difference + math.pi) % TURN - math.pi
+                distance += difference * difference
+            if not (reachable or s == 0):
+                continue
+            error = position_errors[i] + weight * orientation_errors[i]
+            if math.isnan(error):
+                error = math.inf
+            meets = (
+                reachable
+                and position_errors[i] <= position_tolerance
+                and orientation_errors[i] <= orientation_tolerance
+            )
+            near = has_seed and meets
+            sources[count] = i
+            flags[count, 0] = inside
+            flags[count, 1] = meets
+            keys[count, 0] = 0.0 if reachable else 1.0
+            keys[count, 1] = 0.0 if meets else 1.0
+            keys[count, 2] = 0.0 if inside else 1.0
+            keys[count, 3] = math.sqrt(distance) if near else error
+            keys[count, 4] = math.sqrt(travel) if near else error
+            keys[count, 5] = error
+            count += 1
+    # Insertion sort: a handful of candidates.
+    order = np.arange(count)
+    for a in range(1, count):
+        row = order[a]
+        b = a - 1
+        while b >= 0 and _before(keys, row, order[b]):
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = row
+    filled = 0
+    for a in range(count):
+        row = order[a]
+        if filled == chosen.shape[0] or (filled and flags[chosen[0], 1] and not flags[row, 1]):
+            break  # enough, or only misses left after a solution that meets the tolerance
+        unique = True
+        for c in range(filled):
+            close = True
+            for j in range(n):
+                if abs(candidates[row, j] - candidates[chosen[c], j]) >= duplicate:
+                    close = False
+                    break
+            if close:
+                unique = False
+                break
+        if unique:
+            chosen[filled] = row
+            filled += 1
+    return filled
 
 
-def distinct(joints: np.ndarray, atol: float = DUPLICATE_ATOL) -> np.ndarray:
-    """(k, n) -> (k,) bool: False for a solution within atol (rad, every joint) of an earlier one.
-
-    Call on ranked solutions, so the better of two duplicates stays.
-    """
-    close = np.all(np.abs(joints[:, None] - joints[None]) < atol, axis=-1)
-    return ~np.any(np.tril(close, -1), axis=-1)
-
-
-def select(
-    chain: Chain,
-    joints: np.ndarray,
-    position_errors: np.ndarray,
-    orientation_errors: np.ndarray,
-    tolerance: Tolerance,
-    seed: np.ndarray | None = None,
-    max_solutions: int = 1,
-    orientation_weight: float = 0.1,
-) -> Solutions:
-    """Rank candidate solutions of one pose, drop duplicates, keep the best max_solutions.
-
-    joints (k, n) rad with their errors (k,) m and (k,) rad; seed (n,) rad or None. Solutions
-    the joints cannot physically take (outside `reach`) are dropped: the arm would not get there;
-    so are those missing the tolerance when another meets it.
-    """
-    joints, sources = turn_variants(chain, joints)
-    reachable = within_limits(chain, joints, 'reach')
-    joints, sources = joints[reachable], sources[reachable]
-    position_errors, orientation_errors = position_errors[sources], orientation_errors[sources]
-    inside = within_limits(chain, joints)
-    distances = None if seed is None else seed_distance(chain, joints, seed)
-    order = rank(
-        position_errors, orientation_errors, inside, tolerance, distances, orientation_weight
-    )
-    order = order[distinct(joints[order])]
-    meets = tolerance.met(position_errors[order], orientation_errors[order])
-    if meets.any():
-        # Compromises that miss the target are only worth offering when nothing reaches it.
-        order = order[meets]
-    order = order[: max(1, max_solutions)]
-    return Solutions(
-        joints=joints[order],
-        position_errors=position_errors[order],
-        orientation_errors=orientation_errors[order],
-        within_limits=inside[order],
-        meets_tolerance=tolerance.met(position_errors[order], orientation_errors[order]),
-    )
+@njit(cache=True)
+def _before(keys, a, b):
+    """Row a of keys sorts strictly before row b (lexicographic)."""
+    for column in range(keys.shape[1]):
+        if keys[a, column] != keys[b, column]:
+            return keys[a, column] < keys[b, column]
+    return False
 
 
-def best_per_pose(
-    chain: Chain,
-    joints: np.ndarray,
-    position_errors: np.ndarray,
-    orientation_errors: np.ndarray,
-    tolerance: Tolerance,
-    orientation_weight: float = 0.1,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The best of K candidates per pose, without a seed: (B, K, n), (B, K), (B, K) -> (B, n),
-    (B,), (B,). Full-turn joints are first moved inside the limits where a whole turn allows;
-    candidates outside the joints' reach come last."""
-    joints = into_limits(chain, joints)
-    error = position_errors + orientation_weight * orientation_errors
-    error = np.where(np.isnan(error), np.inf, error)
-    meets = tolerance.met(position_errors, orientation_errors)
-    unreachable = ~within_limits(chain, joints, 'reach')
-    best = np.lexsort((error, ~within_limits(chain, joints), ~meets, unreachable))[:, 0]
-    rows = np.arange(len(joints))
-    return joints[rows, best], position_errors[rows, best], orientation_errors[rows, best]
+@njit(cache=True)
+def _best_per_pose(
+    joints, position_errors, orientation_errors, shifts, bounds, full_turn, settings, best, sources
+):
+    """_rank without a seed for every pose of joints (B, K, n); fills best (B, n), sources (B,)."""
+    count, k, n = joints.shape
+    candidates = np.empty((k * shifts.shape[0], n))
+    origins = np.empty(k * shifts.shape[0], dtype=np.int64)
+    flags = np.empty((k * shifts.shape[0], 2), dtype=np.bool_)
+    chosen = np.empty(1, dtype=np.int64)
+    no_seed = np.zeros(n)
+    for b in range(count):
+        _rank(
+            joints[b],
+            position_errors[b],
+            orientation_errors[b],
+            shifts,
+            bounds,
+            full_turn,
+            settings,
+            no_seed,
+            False,
+            candidates,
+            origins,
+            flags,
+            chosen,
+        )
+        best[b] = candidates[chosen[0]]
+        sources[b] = origins[chosen[0]]

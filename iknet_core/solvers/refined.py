@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
-from iknet_core.solvers.policy import best_per_pose, select
+from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Solutions
 
@@ -20,6 +20,7 @@ class RefinedSolver:
         self.refiner = refiner
         self.chain = refiner.chain
         self.name = name
+        self.policy = BranchPolicy(self.chain, refiner.tolerance, refiner.orientation_weight)
 
     def solve(
         self,
@@ -41,15 +42,12 @@ class RefinedSolver:
         refined = self.refiner.refine(
             np.tile(position, (count, 1)), np.tile(rotation, (count, 1, 1)), hypotheses
         )
-        return select(
-            self.chain,
+        return self.policy.select(
             refined.joints,
             refined.position_errors,
             refined.orientation_errors,
-            self.refiner.tolerance,
             seed,
             max_solutions,
-            self.refiner.orientation_weight,
         )
 
     def solve_batch(
@@ -67,13 +65,10 @@ class RefinedSolver:
                 np.repeat(rotations, per_pose, 0),
                 hypotheses.reshape(-1, n),
             )
-        return best_per_pose(
-            self.chain,
+        return self.policy.best_per_pose(
             refined.joints.reshape(count, per_pose, n),
             refined.position_errors.reshape(count, per_pose),
             refined.orientation_errors.reshape(count, per_pose),
-            self.refiner.tolerance,
-            self.refiner.orientation_weight,
         )
 
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
