@@ -6,7 +6,7 @@ from golden import random_observed_joints
 
 from iknet_core.kinematics import OMX_CHAIN, Chain, forward_kinematics, geometric_jacobian
 from iknet_core.kinematics.transforms import axis_angle_matrix, rotation_angle_between
-from iknet_core.solvers import Refiner, Tolerance
+from iknet_core.solvers import Refiner, Tolerance, kernels
 from iknet_core.solvers.kernels import CompiledChain
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
@@ -212,3 +212,24 @@ def test_bad_shapes_are_refused(refiner):
         Refiner(orientation_weight=-1.0)
     with pytest.raises(ValueError, match='bounds'):
         Refiner(bounds='soft')
+
+
+@pytest.mark.parametrize('angle', [1e-12, 0.5, 2.9, 3.0, 3.1, math.pi - 1e-9])
+def test_rotation_residual_is_the_rotation_vector_up_to_a_half_turn(angle):
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    rotation = axis_angle_matrix((0.0, 0.0, 1.0), np.array(0.7))
+    turn = axis_angle_matrix(tuple(axis), np.array(angle))
+    residual = np.empty(6)
+    position_error, orientation_error = kernels._residual(
+        np.zeros(3), rotation, np.ones(3), turn @ rotation, 2.0, residual
+    )
+    assert position_error == pytest.approx(math.sqrt(3.0), abs=1e-15)
+    assert orientation_error == pytest.approx(angle, abs=1e-12)
+    assert np.allclose(residual[3:], 2.0 * angle * axis, rtol=0, atol=1e-7)
+
+
+def test_a_seed_facing_the_other_way_still_converges(refiner):
+    q = np.array([[3.0, -0.3, 0.4, 0.5]])
+    position, rotation = targets(q)
+    result = refiner.refine(position, rotation, np.array([[-0.12, -0.3, 0.4, 0.5]]))
+    assert result.converged[0]

@@ -78,25 +78,30 @@ def _times_rows(r, rows, first):
 
 
 @njit(cache=True)
+def _rotate(r, vector):
+    """The 9-tuple rotation r applied to vector (3,)."""
+    x, y, z = vector[0], vector[1], vector[2]
+    return (
+        r[0] * x + r[1] * y + r[2] * z,
+        r[3] * x + r[4] * y + r[5] * z,
+        r[6] * x + r[7] * y + r[8] * z,
+    )
+
+
+@njit(cache=True)
 def pose_jacobian(q, joints, tip, position, rotation, jacobian):
     """Tip pose and geometric Jacobian of q (n,) into position (3,), rotation (3, 3), (6, n)."""
     r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     px = py = pz = 0.0
     for i in range(q.shape[0]):
         frame = joints[i]
-        ox, oy, oz = frame[0, 0], frame[0, 1], frame[0, 2]
-        px += r[0] * ox + r[1] * oy + r[2] * oz
-        py += r[3] * ox + r[4] * oy + r[5] * oz
-        pz += r[6] * ox + r[7] * oy + r[8] * oz
+        dx, dy, dz = _rotate(r, frame[0])
+        px, py, pz = px + dx, py + dy, pz + dz
         r = _times_rows(r, frame, 2)
         ax, ay, az = frame[1, 0], frame[1, 1], frame[1, 2]
         # Joint origin and world axis; the linear rows need the tip, so they are finished below.
-        jacobian[0, i] = px
-        jacobian[1, i] = py
-        jacobian[2, i] = pz
-        jacobian[3, i] = r[0] * ax + r[1] * ay + r[2] * az
-        jacobian[4, i] = r[3] * ax + r[4] * ay + r[5] * az
-        jacobian[5, i] = r[6] * ax + r[7] * ay + r[8] * az
+        jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
+        jacobian[3, i], jacobian[4, i], jacobian[5, i] = _rotate(r, frame[1])
         # Rodrigues: c I + s [a]x + (1 - c) a a^T.
         s, c = math.sin(q[i]), math.cos(q[i])
         t = 1.0 - c
@@ -112,10 +117,8 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
             t * ay * az + s * ax,
             c + t * az * az,
         )
-    ox, oy, oz = tip[0, 0], tip[0, 1], tip[0, 2]
-    px += r[0] * ox + r[1] * oy + r[2] * oz
-    py += r[3] * ox + r[4] * oy + r[5] * oz
-    pz += r[6] * ox + r[7] * oy + r[8] * oz
+    dx, dy, dz = _rotate(r, tip[0])
+    px, py, pz = px + dx, py + dy, pz + dz
     r = _times_rows(r, tip, 1)
     position[0], position[1], position[2] = px, py, pz
     for k in range(9):
@@ -164,10 +167,13 @@ def _residual(position, rotation, target_position, target_rotation, weight, resi
         scale = angle / two_sine if two_sine > 1e-300 else 0.5
         rx, ry, rz = scale * vx, scale * vy, scale * vz
     else:
-        # Near a half turn v vanishes: the axis is the longest column of m + I = 2 a a^T there.
-        rx, ry, rz = m00 + 1.0, m10, m20
-        cy = (m01, m11 + 1.0, m21)
-        cz = (m02, m12, m22 + 1.0)
+        # Near a half turn v vanishes; the symmetric part of m is c I + (1 - c) a a^T, so the
+        # longest column of it minus c I gives the axis a.
+        c = 0.5 * (m00 + m11 + m22 - 1.0)
+        sxy, sxz, syz = 0.5 * (m01 + m10), 0.5 * (m02 + m20), 0.5 * (m12 + m21)
+        rx, ry, rz = m00 - c, sxy, sxz
+        cy = (sxy, m11 - c, syz)
+        cz = (sxz, syz, m22 - c)
         for column in (cy, cz):
             if column[0] ** 2 + column[1] ** 2 + column[2] ** 2 > rx * rx + ry * ry + rz * rz:
                 rx, ry, rz = column
