@@ -57,14 +57,11 @@ class RefinedSolver:
         positions, rotations = check_poses(positions, rotations)
         hypotheses = self._propose(positions, rotations)
         count, per_pose, n = hypotheses.shape
-        if per_pose == 1:
-            refined = self.refiner.refine(positions, rotations, hypotheses[:, 0])
-        else:
-            refined = self.refiner.refine(
-                np.repeat(positions, per_pose, 0),
-                np.repeat(rotations, per_pose, 0),
-                hypotheses.reshape(-1, n),
-            )
+        refined = self.refiner.refine(
+            np.repeat(positions, per_pose, 0),
+            np.repeat(rotations, per_pose, 0),
+            hypotheses.reshape(-1, n),
+        )
         return self.policy.best_per_pose(
             refined.joints.reshape(count, per_pose, n),
             refined.position_errors.reshape(count, per_pose),

@@ -36,7 +36,8 @@ class Solutions:
 
     joints: (k, n) rad; position_errors: (k,) m and orientation_errors: (k,) rad of FK(joints)
     against the target; within_limits: (k,) every joint inside the software limits;
-    meets_tolerance: (k,). k is 0 only when the solver produced nothing.
+    meets_tolerance: (k,) the errors are within the tolerance and every joint within its reach
+    (a solution the arm cannot take never counts). k is 0 only when the solver produced nothing.
     """
 
     joints: np.ndarray
