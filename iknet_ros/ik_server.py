@@ -21,7 +21,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
-from iknet_core.solvers import Solutions, build_solvers
+from iknet_core.solvers import Solutions, Tolerance
+from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers.network import NetworkProposer
 from iknet_ros import parameters
 from iknet_ros.arm_command import make_commander
 from iknet_ros.requests import RequestError, Target, check_path_time, check_seed, check_target
@@ -35,14 +37,7 @@ class IKServer(Node):
         super().__init__('ik_server')
         self.config = parameters.declare(self)
         self.add_on_set_parameters_callback(parameters.on_set)
-        self.solvers = build_solvers(
-            model_path=self.config.model_path or None,
-            device=self.config.device,
-            backend=self.config.backend,
-            joint_names=self.config.joint_names,
-            load_network=self.config.solver != 'analytic',
-        )
-        self.get_logger().info(self.solvers.describe())
+        self.solvers = self.build_solvers()
         # Solvers hold scratch buffers: one solve at a time, while waits for the arm overlap.
         self._solve_lock = threading.Lock()
         self._latest_joints: dict[str, float] = {}
@@ -70,6 +65,29 @@ class IKServer(Node):
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
+    def build_solvers(self) -> dict:
+        """Every solver the `solver` parameter can pick, sharing one loaded network."""
+        config = self.config
+        tolerance = Tolerance(config.position_tolerance, config.orientation_tolerance)
+        solvers = {'analytic': build_solver('analytic', tolerance=tolerance)}
+        if config.solver != 'analytic':
+            proposer = NetworkProposer(config.model_path or None, config.device, config.backend)
+            self.get_logger().info(f'loaded {proposer.describe()}')
+            for name in ('network', 'network+refine', 'refine-from-zero'):
+                solvers[name] = build_solver(
+                    name,
+                    tolerance=tolerance,
+                    max_iterations=config.refine_iterations,
+                    proposer=proposer,
+                )
+            if proposer.chain.joint_names != list(config.joint_names):
+                raise ValueError(
+                    f'model joints {proposer.chain.joint_names} differ from joint_names '
+                    f'{list(config.joint_names)}'
+                )
+        self.get_logger().info(f'solver {config.solver}; available: {sorted(solvers)}')
+        return solvers
+
     def solve(
         self, target: Target, seed: np.ndarray | None, max_solutions: int, refine: bool
     ) -> tuple[Solutions, str, float]:
@@ -79,15 +97,8 @@ class IKServer(Node):
             solver_name = 'network+refine'
         started = time.perf_counter()
         with self._solve_lock:
-            solutions = self.solvers.solve(
-                solver_name,
-                target.position,
-                target.rotation,
-                seed=seed,
-                max_solutions=max_solutions,
-                position_tolerance=self.get_parameter('position_tolerance').value,
-                orientation_tolerance=self.get_parameter('orientation_tolerance').value,
-                max_iterations=self.get_parameter('refine_iterations').value,
+            solutions = self.solvers[solver_name].solve(
+                target.position, target.rotation, seed=seed, max_solutions=max_solutions
             )
         return solutions, solver_name, time.perf_counter() - started
 
@@ -118,7 +129,7 @@ class IKServer(Node):
         response.orientation_errors = [float(e) for e in solutions.orientation_errors]
         response.within_limits = [bool(w) for w in solutions.within_limits]
         response.success = bool(solutions.success)
-        response.message = f'{solver_name}: {solutions.summary()} in {seconds * 1e6:.0f} us'
+        response.message = f'{solver_name}: {describe(solutions)} in {seconds * 1e6:.0f} us'
         return response
 
     def goal_task_space_path(
@@ -148,9 +159,7 @@ class IKServer(Node):
             return response
         solutions, solver_name, _ = self.solve(target, seed, 1, refine=True)
         if not solutions.success:
-            self.get_logger().warning(
-                f'goal_task_space_path: no solution within tolerance ({solutions.summary()})'
-            )
+            self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
         accepted, reason = self.commander.command(
             self.config.joint_names, solutions.joints[0], path_time
@@ -168,6 +177,20 @@ class IKServer(Node):
     def on_joint_states(self, message: JointState) -> None:
         if len(message.name) == len(message.position):
             self._latest_joints = dict(zip(message.name, message.position, strict=True))
+
+
+def describe(solutions: Solutions) -> str:
+    """One line for the response message and the log: how good the best solution is."""
+    if not len(solutions):
+        return 'no solution'
+    error = (
+        f'{solutions.position_errors[0] * 1e3:.4f} mm, '
+        f'{np.degrees(solutions.orientation_errors[0]):.4f} deg'
+    )
+    if not solutions.success:
+        return f'no solution within tolerance; nearest is {error} from the target'
+    limits = ' (outside the software limits)' if solutions.left_limits else ''
+    return f'{len(solutions)} solution(s), best {error}{limits}'
 
 
 def main(args: list[str] | None = None) -> int:

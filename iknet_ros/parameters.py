@@ -8,10 +8,10 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from iknet_core.solvers.factory import SOLVER_NAMES as SOLVERS
+from iknet_core.solvers.network import BACKENDS
 from iknet_ros.arm_command import COMMAND_INTERFACES
 
-SOLVERS = ('analytic', 'network', 'network+refine')
-BACKENDS = ('torch', 'onnxruntime')
 DEVICES = ('auto', 'cpu', 'cuda')
 
 
@@ -19,7 +19,7 @@ DEVICES = ('auto', 'cpu', 'cuda')
 class ServerConfig:
     model_path: str = ''
     device: str = 'auto'
-    backend: str = 'torch'
+    backend: str = 'compiled'
     solver: str = 'network+refine'
     base_frame: str = 'world'
     joint_names: tuple[str, ...] = ('joint1', 'joint2', 'joint3', 'joint4')
@@ -36,7 +36,7 @@ class ServerConfig:
 DESCRIPTIONS = {
     'model_path': "checkpoint file (.pt); '' = the shipped OM-X model",
     'device': f'where the network runs: one of {DEVICES} (auto = CUDA when present)',
-    'backend': f'network runtime: one of {BACKENDS}',
+    'backend': f'network runtime: one of {BACKENDS} (compiled = numba, fastest per query)',
     'solver': f'default solver: one of {SOLVERS}; a request with refine=true always refines',
     'base_frame': 'frame of target poses and of the chain base',
     'joint_names': "the chain's joints in order, as in /joint_states",
@@ -49,18 +49,8 @@ DESCRIPTIONS = {
     'joint_states_topic': 'joint states used to seed moves, so the arm keeps its branch',
     'command_timeout': 'seconds to wait for the arm controller to accept a goal',
 }
-# Changing these needs a restart: the model is loaded and the interfaces are made once.
-READ_ONLY = {
-    'model_path',
-    'device',
-    'backend',
-    'base_frame',
-    'joint_names',
-    'command_interface',
-    'goal_joint_space_path_service',
-    'joint_trajectory_topic',
-    'joint_states_topic',
-}
+# Only the solver can change at run time; the rest is loaded or connected once at start-up.
+READ_ONLY = {field.name for field in fields(ServerConfig)} - {'solver'}
 
 
 def check_value(name: str, value) -> str | None:

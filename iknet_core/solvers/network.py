@@ -1,0 +1,86 @@
+"""Seeds from a trained network: K joint hypotheses per pose, on the backend that fits the call.
+
+Backends: `compiled` (numba; tens of microseconds for one pose, for the server), `torch` (CPU or
+CUDA, for big batches) and `onnxruntime` (the exported graph, for deployment parity). Whatever the
+backend, refinement and the branch policy make the final answer the same.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.predict import resolve_device
+from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_core.solvers.base import check_poses
+
+BACKENDS = ('compiled', 'torch', 'onnxruntime')
+# Above this many poses a vectorised backend beats the compiled single-pose loop.
+COMPILED_MAX_BATCH = 16
+
+
+class NetworkProposer:
+    """A checkpoint loaded once: (B, 3) m, (B, 3, 3) -> hypotheses (B, K, n) rad."""
+
+    def __init__(
+        self, model_path: Path | str | None = None, device: str = 'auto', backend: str = 'compiled'
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f'backend must be one of {BACKENDS}, got {backend!r}')
+        self.model_path = Path(model_path) if model_path else shipped(DEFAULT_MODEL)
+        checkpoint = load_checkpoint(self.model_path)
+        self.chain = checkpoint.chain
+        self.model_type = checkpoint.model_type
+        self.backend = backend
+        self.device = resolve_device(device)
+        self.model = checkpoint.model.to(self.device).eval()
+        self._compiled = None
+        self._session = None
+        if backend == 'compiled':
+            from iknet_core.solvers.network_kernel import CompiledNetwork
+
+            self._compiled = CompiledNetwork(checkpoint.model)
+        elif backend == 'onnxruntime':
+            self._session = _onnx_session(self.model_path)
+
+    def describe(self) -> str:
+        return (
+            f'{self.model_type} network from {self.model_path} on {self.backend}'
+            f'{"" if self.backend == "onnxruntime" else f" ({self.device})"}'
+        )
+
+    def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        positions, rotations = check_poses(positions, rotations)
+        if self._compiled is not None and len(positions) <= COMPILED_MAX_BATCH:
+            return self._compiled(positions, rotations)
+        poses = np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
+        poses = poses.astype(np.float32)
+        if self._session is not None:
+            (hypotheses,) = self._session.run(None, {'poses': poses})
+            return hypotheses.astype(np.float64)
+        with torch.inference_mode():
+            hypotheses = self.model(torch.from_numpy(poses).to(self.device))
+        return hypotheses.cpu().numpy().astype(np.float64)
+
+
+def _onnx_session(model_path: Path):
+    """The exported graph beside the checkpoint (iknet-export), or one exported now."""
+    import onnxruntime
+
+    onnx_path = model_path.with_suffix('.onnx')
+    if not onnx_path.is_file():
+        from iknet_train.export import export
+
+        onnx_path = Path(tempfile.mkdtemp(prefix='iknet-onnx-')) / 'model.onnx'
+        export(model_path, onnx_path, check_samples=2)
+    options = onnxruntime.SessionOptions()
+    # One query at a time is the common call: threads only add hand-off latency there.
+    options.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(
+        str(onnx_path), options, providers=['CPUExecutionProvider']
+    )
