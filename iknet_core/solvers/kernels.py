@@ -351,6 +351,10 @@ class CompiledChain:
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
         self.arrays = ChainArrays.from_chain(chain)
+        # Load (or compile, the first time ever) the kernels now rather than in the first query.
+        zero = np.zeros((1, chain.n_joints))
+        positions, rotations, _ = self.pose_jacobian(zero)
+        self.pose_errors(zero, positions, rotations)
 
     def pose_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """q (B, n) rad -> positions (B, 3) m, rotations (B, 3, 3), Jacobians (B, 6, n)."""

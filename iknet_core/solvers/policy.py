@@ -73,6 +73,10 @@ class BranchPolicy:
             [tolerance.position, tolerance.orientation, orientation_weight, DUPLICATE_ATOL]
         )
         self._no_seed = np.zeros(chain.n_joints)
+        # Load (or compile, the first time ever) the kernels now rather than in the first query.
+        zero = np.zeros((1, 1, chain.n_joints))
+        self.select(zero[0], np.zeros(1), np.zeros(1), seed=self._no_seed)
+        self.best_per_pose(zero, np.zeros((1, 1)), np.zeros((1, 1)))
 
     def within_limits(self, joints: np.ndarray) -> np.ndarray:
         """(..., n) rad -> (...,) bool: every joint inside its software limits."""
