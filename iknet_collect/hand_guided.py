@@ -18,6 +18,8 @@ PEAK_SPEED = (0.4, 1.4)  # rad/s at the fastest joint, mid-reach
 MOVE_S = (0.6, 6.0)
 LOCAL_MOVE_PROBABILITY = 0.5
 LOCAL_STEP = 0.6  # rad, largest change of one joint in a small adjustment
+# People turn the base round past pi (the same pose as q1 - 2 pi): reach there on purpose sometimes.
+PAST_PI_PROBABILITY = 0.1
 
 
 def clear_of_table(q: np.ndarray) -> np.ndarray:
@@ -62,6 +64,8 @@ class HandGuidedMotion:
                 target = np.clip(here + step, low, high)
             else:
                 target = self.rng.uniform(low, high)
+                if self.rng.random() < PAST_PI_PROBABILITY:
+                    target[0] = self.rng.uniform(np.pi, high[0])
             # The whole reach must stay above the table, not just its end.
             path = here + np.linspace(0.125, 1.0, 8)[:, None] * (target - here)
             if clear_of_table(path).all():

@@ -15,6 +15,7 @@ from open_manipulator_msgs.msg import KinematicsPose, OpenManipulatorState
 from open_manipulator_msgs.srv import SetActuatorState, SetJointPosition
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -201,6 +202,10 @@ def main(args: list[str] | None = None) -> int | None:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except _rclpy.RCLError:
+        # Ctrl-C can shut the context down while the timer publishes; anything else is a fault.
+        if rclpy.ok():
+            raise
     except (ValueError, ParameterException) as error:  # a bad parameter: say which, no traceback
         rclpy.logging.get_logger('omx_sim').error(str(error))
         return 1

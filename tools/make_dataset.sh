@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Remakes the shipped dataset: the simulated OM-X moved "by hand" (torque off), recorded at 100 Hz by
-# the iknet recorder. dataset/train: 305 s, seed 1; dataset/test: 65 s, seed 2.
+# the iknet recorder. dataset/train: 305 s, seed 1; dataset/test: 65 s, seed 7.
 # Usage: bash tools/make_dataset.sh [OUTPUT_DIR (default: dataset)]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +15,8 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID=${IKNET_DATASET_DOMAIN_ID:-142}
 out=$(realpath -m "${1:-dataset}")
 bin=install/lib/iknet
-staging=$(mktemp -d "$(dirname "$out")/.make_dataset.XXXXXX")
+mkdir -p "$out"
+staging=$(mktemp -d "$out/.recording.XXXXXX")
 pids=()
 
 stop_all() {
@@ -36,8 +37,7 @@ record() {  # NAME SEED DURATION_S
 }
 
 record train 1 305.0
-record test 2 65.0
-mkdir -p "$out"
+record test 7 65.0
 for name in train test; do
   rm -rf "${out:?}/$name"
   mv "$staging/$name" "$out/$name"
