@@ -18,7 +18,7 @@ PEAK_SPEED = (0.4, 1.4)  # rad/s at the fastest joint, mid-reach
 MOVE_S = (0.6, 6.0)
 LOCAL_MOVE_PROBABILITY = 0.5
 LOCAL_STEP = 0.6  # rad, largest change of one joint in a small adjustment
-# People turn the base round past pi (the same pose as q1 - 2 pi): reach there on purpose sometimes.
+# People turn the base past pi (the pose of q1 - 2 pi): some reaches go there on purpose.
 PAST_PI_PROBABILITY = 0.1
 
 
