@@ -85,6 +85,10 @@ class IKServer(Node):
                     f'model joints {proposer.chain.joint_names} differ from joint_names '
                     f'{list(config.joint_names)}'
                 )
+        # The first call of each compiled path loads it; pay that now, not in a request.
+        for solver in solvers.values():
+            solver.solve(np.array([0.2, 0.0, 0.1]), np.eye(3), seed=np.zeros(4), max_solutions=4)
+            solver.solve(np.array([0.2, 0.0, 0.1]), np.eye(3))
         self.get_logger().info(f'solver {config.solver}; available: {sorted(solvers)}')
         return solvers
 

@@ -24,8 +24,8 @@ class ServerConfig:
     base_frame: str = 'world'
     joint_names: tuple[str, ...] = ('joint1', 'joint2', 'joint3', 'joint4')
     refine_iterations: int = 30
-    position_tolerance: float = 1e-4
-    orientation_tolerance: float = 1e-3
+    position_tolerance: float = 1e-6
+    orientation_tolerance: float = 1e-5
     command_interface: str = 'legacy'
     goal_joint_space_path_service: str = '/goal_joint_space_path'
     joint_trajectory_topic: str = '/arm_controller/joint_trajectory'

@@ -1,0 +1,184 @@
+"""The IK server as a real process beside the simulated OM-X, called over DDS (loopback)."""
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import executable
+from open_manipulator_msgs.msg import KinematicsPose
+from open_manipulator_msgs.srv import SetKinematicsPose
+from rclpy.executors import MultiThreadedExecutor
+from sensor_msgs.msg import JointState
+
+from iknet.srv import SolveIK
+from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
+from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
+from iknet_core.resources import TEST_DATA, shipped
+
+POSITION_TOLERANCE = 1e-6  # m, the shipped config
+
+
+def test_poses(count: int) -> np.ndarray:
+    poses = pd.read_csv(shipped(TEST_DATA) / KINEMATICS_POSE_FILE)[list(POSE_COLUMNS)].to_numpy()
+    return poses[np.linspace(0, len(poses) - 1, count).astype(int)]
+
+
+test_poses.__test__ = False  # a helper, not a test
+
+
+def solve_request(pose, max_solutions=1, refine=True, frame='world', seed=None) -> SolveIK.Request:
+    request = SolveIK.Request(max_solutions=max_solutions, refine=refine)
+    request.target.header.frame_id = frame
+    p, o = request.target.pose.position, request.target.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in pose[:3])
+    o.x, o.y, o.z, o.w = (float(v) for v in pose[3:])
+    if seed is not None:
+        request.seed = seed
+    return request
+
+
+def assert_errors_match_fk(response, pose) -> None:
+    joints = np.array([s.position for s in response.solutions])
+    position, rotation = forward_kinematics(OMX_CHAIN, joints)
+    np.testing.assert_allclose(
+        response.position_errors, np.linalg.norm(position - pose[:3], axis=-1), atol=1e-9
+    )
+    target_rotation = matrix_from_quaternion(np.asarray(pose[3:]))
+    np.testing.assert_allclose(
+        response.orientation_errors, rotation_angle_between(rotation, target_rotation), atol=1e-7
+    )
+
+
+@pytest.fixture
+def server(processes, tmp_path):
+    processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'device:=cpu', log=tmp_path / 'server.log'
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def solve_client(server, ros):
+    node = ros.node('test_client')
+    client = node.create_client(SolveIK, '/ik_server/solve_ik')
+    assert client.wait_for_service(timeout_sec=60.0), (server / 'server.log').read_text()
+    return client
+
+
+def latest_pose(ros, node) -> list[KinematicsPose]:
+    poses: list[KinematicsPose] = []
+    node.create_subscription(KinematicsPose, '/kinematics_pose', poses.append, 10)
+    assert ros.spin_until(lambda: bool(poses), 10.0), 'no /kinematics_pose from the simulator'
+    return poses
+
+
+def test_solves_100_test_poses_with_errors_matching_fk(ros, solve_client):
+    for pose in test_poses(100):
+        response = ros.call(solve_client, solve_request(pose, max_solutions=2))
+        assert response.success, response.message
+        assert response.position_errors[0] < POSITION_TOLERANCE
+        assert response.solutions[0].name == OMX_CHAIN.joint_names
+        assert_errors_match_fk(response, pose)
+
+
+def test_seed_puts_the_nearest_solution_first(ros, solve_client):
+    pose = test_poses(7)[3]
+    both = ros.call(solve_client, solve_request(pose, max_solutions=4))
+    assert both.success
+    for solution in both.solutions:
+        seed = JointState(name=OMX_CHAIN.joint_names, position=list(solution.position))
+        response = ros.call(solve_client, solve_request(pose, max_solutions=4, seed=seed))
+        wrapped = np.angle(np.exp(1j * (np.array(response.solutions[0].position) - seed.position)))
+        assert np.abs(wrapped).max() < 1e-3, response.message
+
+
+def test_goal_task_space_path_moves_the_simulated_arm(ros, solve_client):
+    node = ros.node('mover')
+    poses = latest_pose(ros, node)
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    target = test_poses(9)[4]
+    request = SetKinematicsPose.Request(planning_group='arm', path_time=1.0)
+    request.kinematics_pose.pose = solve_request(target).target.pose
+    assert ros.call(mover, request, timeout_s=20.0).is_planned
+    ros.spin_until(lambda: False, 1.6)
+    reached = poses[-1].pose.position
+    # The simulator quantizes joints to 4096 ticks: ~0.4 mm of tip motion per tick.
+    error = np.linalg.norm(np.array([reached.x, reached.y, reached.z]) - target[:3])
+    assert error < 2e-3
+
+
+BAD_REQUESTS = {
+    'nan position': (lambda r: setattr(r.target.pose.position, 'x', math.nan), 'not finite'),
+    'inf orientation': (lambda r: setattr(r.target.pose.orientation, 'w', math.inf), 'finite'),
+    'zero quaternion': (
+        lambda r: [setattr(r.target.pose.orientation, a, 0.0) for a in 'xyzw'],
+        'unit quaternion',
+    ),
+    'non-unit quaternion': (lambda r: setattr(r.target.pose.orientation, 'w', 3.0), 'norm'),
+    'other frame': (lambda r: setattr(r.target.header, 'frame_id', 'camera'), 'base frame'),
+    'unreachable': (lambda r: setattr(r.target.pose.position, 'x', 2.0), 'mm'),
+    'wrong seed names': (
+        lambda r: setattr(r, 'seed', JointState(name=['a', 'b', 'c', 'd'], position=[0.0] * 4)),
+        'seed lacks joints',
+    ),
+}
+
+
+def test_bad_requests_fail_with_a_reason_and_never_move_the_arm(ros, solve_client):
+    node = ros.node('watcher')
+    poses = latest_pose(ros, node)
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    good = test_poses(5)[2]
+    ros.spin_until(lambda: False, 0.3)
+    before = poses[-1].pose.position
+    for name, (corrupt, reason) in BAD_REQUESTS.items():
+        request = solve_request(good)
+        corrupt(request)
+        response = ros.call(solve_client, request)
+        assert not response.success, name
+        assert reason in response.message, (name, response.message)
+        goal = SetKinematicsPose.Request(path_time=0.5)
+        goal.kinematics_pose.pose = request.target.pose
+        goal.kinematics_pose.header.frame_id = request.target.header.frame_id
+        if name != 'wrong seed names':  # the move seeds itself from /joint_states
+            assert not ros.call(mover, goal).is_planned, name
+    bad_time = SetKinematicsPose.Request(path_time=-1.0)
+    bad_time.kinematics_pose.pose = solve_request(good).target.pose
+    assert not ros.call(mover, bad_time).is_planned
+    ros.spin_until(lambda: False, 1.0)
+    after = poses[-1].pose.position
+    assert (after.x, after.y, after.z) == (before.x, before.y, before.z)
+    assert ros.call(solve_client, solve_request(good)).success  # still answering
+
+
+def test_eight_concurrent_clients_200_requests_each(ros, server):
+    node = ros.node('crowd')
+    clients = [node.create_client(SolveIK, '/ik_server/solve_ik') for _ in range(8)]
+    for client in clients:
+        assert client.wait_for_service(timeout_sec=60.0)
+    poses = test_poses(200)
+    futures = [
+        (pose, client.call_async(solve_request(pose, refine=True)))
+        for client in clients
+        for pose in poses
+    ]
+    executor = MultiThreadedExecutor(num_threads=4, context=ros.context)
+    ros.executor.remove_node(node)
+    executor.add_node(node)
+    deadline = time.monotonic() + 120.0
+    try:
+        while not all(f.done() for _, f in futures) and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        ros.executor.add_node(node)
+    assert all(f.done() for _, f in futures), 'requests lost'
+    for pose, future in futures:
+        response = future.result()
+        assert response.success, response.message
+        assert_errors_match_fk(response, pose)
