@@ -1,0 +1,43 @@
+"""ik_client as a user runs it: a process asking the real server (beside the simulator)."""
+
+import subprocess
+
+import pytest
+from conftest import executable
+
+
+@pytest.fixture
+def server(processes, tmp_path):
+    processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
+    processes.start(executable('ik_server'), '--ros-args', '-p', 'device:=cpu')
+
+
+def run_client(ros_env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(executable('ik_client')), *args, '--timeout', '60'],
+        env=ros_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pitch_target_is_solved_and_moved(server, ros_env):
+    result = run_client(ros_env, '--x', '0.2', '--y', '0.05', '--z', '0.1', '--pitch', '0.8',
+                        '--move', '--path-time', '0.5')  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'success' in result.stdout
+    assert 'joint1=' in result.stdout and 'mm' in result.stdout
+    assert 'move: planned' in result.stdout
+
+
+def test_unreachable_target_exits_nonzero(server, ros_env):
+    result = run_client(ros_env, '--x', '1.0', '--y', '0', '--z', '0.1', '--pitch', '0')
+    assert result.returncode == 1
+    assert 'FAILED' in result.stdout
+
+
+def test_bad_arguments_are_refused_before_any_call(ros_env):
+    result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--qx', '0')
+    assert result.returncode == 2
+    assert 'give --qx --qy --qz --qw (all four) or --pitch' in result.stderr

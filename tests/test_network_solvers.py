@@ -1,0 +1,87 @@
+"""The network backends (compiled, torch, onnxruntime) and the solvers built on them."""
+
+import numpy as np
+import pytest
+import torch
+from golden import random_observed_joints
+
+from iknet_core.checkpoint import save_checkpoint
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
+from iknet_core.metrics import wrapped_difference
+from iknet_core.networks import build_model
+from iknet_core.solvers import Tolerance
+from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.network_kernel import CompiledNetwork
+
+
+@pytest.fixture(scope='module')
+def model_path(tmp_path_factory):
+    """An untrained but non-trivial network: random weights, normalization from real poses."""
+    torch.manual_seed(0)
+    model = build_model('iknet', {'width': 64, 'n_blocks': 2})
+    position, rotation = forward_kinematics(OMX_CHAIN, random_observed_joints(512, seed=11))
+    from iknet_core.kinematics.transforms import quaternion_from_matrix
+
+    poses = np.concatenate([position, quaternion_from_matrix(rotation)], -1)
+    model.fit_normalization(torch.tensor(poses, dtype=torch.float32))
+    return save_checkpoint(tmp_path_factory.mktemp('model') / 'm.pt', model, 'iknet', OMX_CHAIN)
+
+
+@pytest.fixture(scope='module')
+def targets():
+    return forward_kinematics(OMX_CHAIN, random_observed_joints(40, seed=12))
+
+
+def test_backends_propose_the_same_hypotheses(model_path, targets):
+    positions, rotations = targets
+    proposals = {
+        backend: NetworkProposer(model_path, 'cpu', backend)(positions, rotations)
+        for backend in ('compiled', 'torch', 'onnxruntime')
+    }
+    # compiled answers batches above its size limit with torch: check its own kernel too.
+    compiled = NetworkProposer(model_path, 'cpu', 'compiled')
+    single = np.concatenate([compiled(p[None], r[None]) for p, r in zip(*targets, strict=True)])
+    for name, hypotheses in {**proposals, 'compiled single': single}.items():
+        assert hypotheses.shape == (40, 4, 4), name
+        difference = wrapped_difference(hypotheses, proposals['torch'])
+        assert np.abs(difference).max() < 1e-4, name
+
+
+def test_refined_solutions_agree_across_backends_within_1e_5_rad(model_path, targets):
+    positions, rotations = targets
+    tolerance = Tolerance(1e-9, 1e-9)
+    answers = {}
+    for backend in ('compiled', 'torch', 'onnxruntime'):
+        solver = build_solver('network+refine', model_path, 'cpu', backend, tolerance)
+        answers[backend] = [solver.solve(p, r) for p, r in zip(positions, rotations, strict=True)]
+    for index in range(len(positions)):
+        reference = answers['torch'][index]
+        for backend in ('compiled', 'onnxruntime'):
+            other = answers[backend][index]
+            assert other.success == reference.success
+            if reference.success:
+                difference = wrapped_difference(other.joints[0], reference.joints[0])
+                assert np.abs(difference).max() < 1e-5, (backend, index)
+
+
+def test_compiled_network_refuses_other_architectures():
+    with pytest.raises(ValueError, match='only MultiHypothesisIKNet compiles'):
+        CompiledNetwork(build_model('reference'))
+
+
+def test_unknown_backend_and_solver_are_clear_errors(model_path):
+    with pytest.raises(ValueError, match='backend must be one of'):
+        NetworkProposer(model_path, 'cpu', 'tensorrt')
+    with pytest.raises(ValueError, match='solver must be one of'):
+        build_solver('magic')
+
+
+def test_network_alone_reports_its_own_error(model_path, targets):
+    positions, rotations = targets
+    solver = build_solver('network', model_path, 'cpu', 'compiled')
+    solutions = solver.solve(positions[0], rotations[0], max_solutions=4)
+    fk_position, _ = forward_kinematics(OMX_CHAIN, solutions.joints)
+    np.testing.assert_allclose(
+        solutions.position_errors, np.linalg.norm(fk_position - positions[0], axis=-1), atol=1e-12
+    )
