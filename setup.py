@@ -40,5 +40,11 @@ setup(
         'onnxruntime',
         'PyYAML',
     ],
-    entry_points={'console_scripts': []},
+    entry_points={
+        'console_scripts': [
+            'iknet-train=iknet_train.train:main',
+            'iknet-test=iknet_train.evaluate:main',
+            'iknet-export=iknet_train.export:main',
+        ]
+    },
 )

@@ -41,7 +41,11 @@ def pose_features(poses: torch.Tensor, tool_frame: bool = True) -> torch.Tensor:
 
 
 class IKNetwork(nn.Module):
-    """Common interface: forward(poses (B, 7)) -> joint hypotheses (B, K, n_joints) rad."""
+    """Common interface: forward(poses (B, 7)) -> joint hypotheses (B, K, n_joints) rad.
+
+    forward = features -> normalization -> trunk -> to_angles. Features and normalization stay
+    float32 even when the trunk runs in half precision (export --fp16).
+    """
 
     config_class: ClassVar[type]
 
@@ -62,6 +66,18 @@ class IKNetwork(nn.Module):
 
     def normalized_features(self, poses: torch.Tensor) -> torch.Tensor:
         return (self.features(poses) - self.input_mean) / self.input_std
+
+    def trunk(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, n_features) normalized -> raw network output."""
+        raise NotImplementedError
+
+    def to_angles(self, raw: torch.Tensor) -> torch.Tensor:
+        """Raw trunk output -> (B, K, n_joints) rad."""
+        raise NotImplementedError
+
+    def forward(self, poses: torch.Tensor) -> torch.Tensor:
+        """poses (B, 7) -> (B, K, n_joints) rad."""
+        return self.to_angles(self.trunk(self.normalized_features(poses)))
 
     def fit_normalization(self, poses: torch.Tensor) -> None:
         """Input mean and std from training poses (B, 7)."""
@@ -123,9 +139,12 @@ class ReferenceIKNet(IKNetwork):
         check_poses(poses)
         return poses
 
-    def forward(self, poses: torch.Tensor) -> torch.Tensor:
-        """poses (B, 7) -> (B, 1, n_joints) rad."""
-        return self.mlp(self.normalized_features(poses))[:, None, :]
+    def trunk(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, 7) -> (B, n_joints) rad."""
+        return self.mlp(features)
+
+    def to_angles(self, raw: torch.Tensor) -> torch.Tensor:
+        return raw[:, None, :]
 
 
 @dataclass
@@ -171,16 +190,19 @@ class MultiHypothesisIKNet(IKNetwork):
     def features(self, poses: torch.Tensor) -> torch.Tensor:
         return pose_features(poses, self.config.tool_frame_features)
 
-    def unit_vectors(self, poses: torch.Tensor) -> torch.Tensor:
-        """poses (B, 7) -> (B, K, n_joints, 2) raw (cos, sin) pairs, not yet normalised."""
-        x = self.blocks(self.stem(self.normalized_features(poses)))
+    def trunk(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, n_features) -> (B, K, n_joints, 2) raw (cos, sin) pairs, not yet unit length."""
+        x = self.blocks(self.stem(features))
         out = self.head(torch.nn.functional.silu(self.norm(x)))
         return out.view(-1, self.config.n_hypotheses, self.config.n_joints, 2)
 
-    def forward(self, poses: torch.Tensor) -> torch.Tensor:
-        """poses (B, 7) -> (B, K, n_joints) rad in (-pi, pi]."""
-        cos_sin = self.unit_vectors(poses)
-        return torch.atan2(cos_sin[..., 1], cos_sin[..., 0])
+    def unit_vectors(self, poses: torch.Tensor) -> torch.Tensor:
+        """poses (B, 7) -> (B, K, n_joints, 2) raw (cos, sin) pairs."""
+        return self.trunk(self.normalized_features(poses))
+
+    def to_angles(self, raw: torch.Tensor) -> torch.Tensor:
+        """(B, K, n_joints, 2) -> (B, K, n_joints) rad in (-pi, pi]."""
+        return torch.atan2(raw[..., 1], raw[..., 0])
 
 
 MODELS: dict[str, type[IKNetwork]] = {

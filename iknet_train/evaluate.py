@@ -1,0 +1,208 @@
+"""`iknet-test` / `ros2 run iknet test`: how far from the target the arm ends up, in mm.
+
+Runs a trained model on recorded poses, measures the end-effector error of FK(prediction) against
+each recorded pose, and writes a table, a JSON report and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
+from iknet_core.predict import DEVICES, IKPredictor
+from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
+from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
+from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-test',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        '--model',
+        type=Path,
+        default=None,
+        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
+    )
+    parser.add_argument(
+        '--data',
+        nargs='+',
+        default=None,
+        help=f'recording directories or globs (default: the shipped {TEST_DATA})',
+    )
+    parser.add_argument(
+        '--kinematics-pose-csv',
+        action='append',
+        default=[],
+        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
+    )
+    parser.add_argument(
+        '--joint-states-csv',
+        action='append',
+        default=[],
+        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
+    )
+    parser.add_argument(
+        '--tolerance-ms',
+        type=float,
+        default=DEFAULT_TOLERANCE_S * 1e3,
+        help='pose and joint state stamps closer than this are one sample',
+    )
+    parser.add_argument(
+        '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
+    )
+    parser.add_argument(
+        '--plots',
+        default='iknet_test_plots',
+        help="directory for the plots; '' for none",
+    )
+    parser.add_argument(
+        '--batch-size',
+        type=int,
+        default=10000,
+        help='batch size of the reference IKNet loss figure (the reference test default)',
+    )
+    parser.add_argument(
+        '--timing-queries', type=int, default=1000, help='single queries timed for time_per_query'
+    )
+    parser.add_argument('--device', choices=DEVICES, default='auto', help='where to run the model')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    args = build_parser().parse_args(argv)
+    try:
+        report = evaluate(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-test: error: {error}', file=sys.stderr)
+        return 1
+    print(format_table(report))
+    return 0
+
+
+def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
+    if len(args.kinematics_pose_csv) != len(args.joint_states_csv):
+        raise ValueError(
+            f'{len(args.kinematics_pose_csv)} --kinematics-pose-csv but '
+            f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
+        )
+    pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
+    if args.data is None and not pairs:
+        pairs = find_recordings([shipped(TEST_DATA)])
+    elif args.data:
+        pairs += find_recordings(args.data)
+    return load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
+
+
+def evaluate(args: argparse.Namespace) -> dict:
+    """Accuracy and speed of the model on the test recordings; writes the JSON and plots."""
+    predictor = IKPredictor(args.model, device=args.device)
+    recordings = test_recordings(args, predictor.chain)
+    poses = np.concatenate([r.poses for r in recordings])
+    joints = np.concatenate([r.joints for r in recordings])
+    predicted = predictor.solve(poses)
+
+    report = {
+        'model': str(predictor.model_path),
+        'model_type': predictor.model_type,
+        'n_hypotheses': predictor.n_hypotheses,
+        'device': str(predictor.device),
+        'data': {
+            'recordings': [r.source for r in recordings],
+            'dropped_poses': sum(r.dropped_poses for r in recordings),
+            'dropped_joint_states': sum(r.dropped_joint_states for r in recordings),
+        },
+        **accuracy_report(predictor.chain, predicted, poses, joints),
+        'reference_loss': reference_loss(predicted, joints, args.batch_size),
+        **timing(predictor, poses, args.timing_queries),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + '\n')
+    if args.plots:
+        plots = Path(args.plots)
+        position_error, _ = pose_errors(predictor.chain, predicted, poses)
+        plots.mkdir(parents=True, exist_ok=True)
+        plot_error_histogram(plots / 'error_histogram.png', position_error)
+        plot_workspace_error(plots / 'workspace_error.png', poses, position_error)
+        plot_worst_cases(
+            plots / 'worst_cases.png', predictor.chain, poses, joints, predicted, position_error
+        )
+    return report
+
+
+def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -> float:
+    """The reference IKNet's test figure: mean over batches of ||joint error||_2 / batch size.
+
+    Joint errors are wrapped to (-pi, pi], so q1 = 3.29 and -2.99 count as equal.
+    """
+    error = wrapped_difference(predicted, joints)
+    losses = [
+        np.linalg.norm(error[start : start + batch_size]) / len(error[start : start + batch_size])
+        for start in range(0, len(error), batch_size)
+    ]
+    return float(np.mean(losses))
+
+
+def timing(predictor: IKPredictor, poses: np.ndarray, n_queries: int) -> dict[str, float]:
+    """Median time of one single-pose query (us) and batched throughput (queries/s)."""
+    single = poses[np.arange(max(1, n_queries)) % len(poses)]
+    for pose in single[:20]:  # warm-up
+        predictor.solve(pose[None])
+    durations = []
+    for pose in single:
+        started = time.perf_counter()
+        predictor.solve(pose[None])
+        durations.append(time.perf_counter() - started)
+    batch = np.resize(poses, (max(len(poses), 10000), 7))
+    predictor.solve(batch)
+    runs, started = 0, time.perf_counter()
+    while runs < 3 or time.perf_counter() - started < 1.0:
+        predictor.solve(batch)
+        runs += 1
+    elapsed = time.perf_counter() - started
+    return {
+        'time_per_query_us': float(np.median(durations) * 1e6),
+        'queries_per_s': float(runs * len(batch) / elapsed),
+    }
+
+
+def format_table(report: dict) -> str:
+    """The report as a plain-text table for the terminal."""
+    keys = ('mean', 'median', 'p95', 'p99', 'max')
+    lines = [
+        f'{report["model"]} ({report["model_type"]}, {report["n_hypotheses"]} hypotheses) '
+        f'on {report["n_samples"]} samples',
+        f'{"":24}' + ''.join(f'{k:>10}' for k in keys),
+    ]
+    for label, key in (
+        ('position error (mm)', 'position_error_mm'),
+        ('orientation error (deg)', 'orientation_error_deg'),
+    ):
+        lines.append(f'{label:24}' + ''.join(f'{report[key][k]:10.3f}' for k in keys))
+    for name, values in report.get('joint_error_rad', {}).items():
+        lines.append(f'{name + " error (rad)":24}' + ''.join(f'{values[k]:10.4f}' for k in keys))
+    within = ', '.join(f'{100 * v:.1f} % within {k} mm' for k, v in report['within_mm'].items())
+    lines += [
+        within,
+        f'single query {report["time_per_query_us"]:.0f} us, batched '
+        f'{report["queries_per_s"]:.0f} queries/s',
+        f'reference IKNet loss figure: {report["reference_loss"]:.6f}',
+    ]
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

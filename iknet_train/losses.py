@@ -1,0 +1,75 @@
+"""Training objectives, one per model type: loss(model, poses, joints) -> (loss, figures).
+
+Ours measures what users care about (end-effector error through the differentiable FK) and lets
+each pose be answered by whichever of the K hypotheses fits it best (winner takes all), so two
+valid solutions (elbow up and down) are never averaged into an invalid one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.kinematics.transforms import matrix_from_quaternion
+from iknet_core.networks import IKNetwork, MultiHypothesisIKNet
+
+# Position error is measured in units of this length (m): 1 mm then weighs like 10 mrad of
+# orientation error, roughly the tip displacement of a joint error at the arm's reach.
+POSITION_SCALE_M = 0.1
+# How strongly the winning hypothesis is pulled to the recorded joints (the FK terms decide
+# the accuracy; this one only speeds up the start).
+JOINT_WEIGHT = 0.1
+# Share of the FK loss that every hypothesis gets, so none is left unused.
+ALL_HYPOTHESES_WEIGHT = 0.05
+# Keeps the (cos, sin) outputs near the unit circle, where atan2 is well conditioned.
+UNIT_WEIGHT = 0.01
+
+Figures = dict[str, torch.Tensor]
+Loss = Callable[[IKNetwork, Chain, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Figures]]
+
+
+def multi_hypothesis_loss(
+    model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
+) -> tuple[torch.Tensor, Figures]:
+    """Winner-takes-all FK loss; poses (B, 7), joints (B, n) -> scalar, {'position_mm': (B,)}."""
+    if not isinstance(model, MultiHypothesisIKNet):
+        raise ValueError(f'multi_hypothesis_loss needs a MultiHypothesisIKNet, got {type(model)}')
+    raw = model.unit_vectors(poses)  # (B, K, n, 2)
+    length = raw.norm(dim=-1)
+    unit = raw / length.clamp_min(1e-6)[..., None]
+    angles = torch.atan2(unit[..., 1], unit[..., 0])  # (B, K, n)
+    target_unit = torch.stack([joints.cos(), joints.sin()], -1)[:, None]  # (B, 1, n, 2)
+    joint_term = (unit - target_unit).square().sum((-1, -2))  # ~ sum of squared joint errors
+
+    position, rotation = forward_kinematics(chain, angles)  # (B, K, 3), (B, K, 3, 3)
+    target_rotation = matrix_from_quaternion(poses[:, 3:])[:, None]
+    position_error = (position - poses[:, None, :3]).norm(dim=-1)  # (B, K) m
+    rotation_term = (rotation - target_rotation).square().sum((-1, -2))  # ~ 2 angle^2
+    fk_term = (position_error / POSITION_SCALE_M).square() + rotation_term
+
+    best = (fk_term + JOINT_WEIGHT * joint_term).min(1).values
+    loss = (
+        best.mean()
+        + ALL_HYPOTHESES_WEIGHT * fk_term.mean()
+        + UNIT_WEIGHT * (length - 1.0).square().mean()
+    )
+    best_position = position_error.detach().min(1).values
+    return loss, {'position_mm': best_position * 1000.0}
+
+
+def reference_loss(
+    model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
+) -> tuple[torch.Tensor, Figures]:
+    """The reference IKNet's loss: L2 norm of the joint error over the batch / batch size."""
+    predicted = model(poses)[:, 0]
+    loss = (predicted - joints).norm() / len(poses)
+    with torch.no_grad():
+        position, _ = forward_kinematics(chain, predicted)
+        position_error = (position - poses[:, :3]).norm(dim=-1)
+    return loss, {'position_mm': position_error * 1000.0}
+
+
+LOSSES: dict[str, Loss] = {'iknet': multi_hypothesis_loss, 'reference': reference_loss}

@@ -1,0 +1,418 @@
+"""`iknet-train` / `ros2 run iknet train`: fit an IK network to recorded and synthetic samples.
+
+Keeps the reference IKNet's flags; pytorch-pfn-extras runs the loop (early stopping on the
+validation loss, log, progress, loss plot, snapshots for --resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pytorch_pfn_extras as ppe
+import torch
+from pytorch_pfn_extras.training import extensions, triggers
+
+from iknet_core.checkpoint import save_checkpoint
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model
+from iknet_core.predict import DEVICES, resolve_device
+from iknet_core.resources import TRAIN_DATA, shipped
+from iknet_train.data import (
+    DEFAULT_TOLERANCE_S,
+    Recording,
+    drop_repeats,
+    find_recordings,
+    load_recordings,
+    time_block_split,
+)
+from iknet_train.losses import LOSSES
+from iknet_train.synthetic import parse_ranges, synthetic_samples
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainDefaults:
+    """Per-model defaults of the flags left unset."""
+
+    lr: float
+    batch_size: int
+    epochs: int
+    patience: int
+    check_epochs: int
+    schedule: str
+
+
+TRAIN_DEFAULTS = {
+    # Ours: one-cycle schedule; the default run fits in 10 minutes on 2 CPU cores.
+    'iknet': TrainDefaults(
+        lr=3e-3, batch_size=2048, epochs=40, patience=5, check_epochs=1, schedule='onecycle'
+    ),
+    # As the reference IKNet trains: Adam lr 0.01, batch 10000, early stop checked every 3 epochs.
+    'reference': TrainDefaults(
+        lr=0.01, batch_size=10000, epochs=100, patience=3, check_epochs=3, schedule='constant'
+    ),
+}
+DEFAULT_SYNTHETIC = 400_000
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except for flags whose default depends on --model (None here)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-train', description=__doc__, formatter_class=HelpFormatter
+    )
+    data = parser.add_argument_group('data')
+    data.add_argument(
+        '--data',
+        nargs='*',
+        default=None,
+        help='recording directories or globs (default: the shipped dataset/train); '
+        'give --data without a value to train on synthetic samples only',
+    )
+    data.add_argument(
+        '--kinematics-pose-csv',
+        action='append',
+        default=[],
+        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
+    )
+    data.add_argument(
+        '--joint-states-csv',
+        action='append',
+        default=[],
+        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
+    )
+    data.add_argument(
+        '--synthetic',
+        type=int,
+        default=DEFAULT_SYNTHETIC,
+        help='synthetic (FK) samples to add; they cover the whole workspace',
+    )
+    data.add_argument(
+        '--synthetic-ranges',
+        default='',
+        help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad); "
+        'joints left out keep the hand-guided ranges',
+    )
+    data.add_argument(
+        '--train-val-ratio', type=float, default=0.8, help='share of samples used for training'
+    )
+    data.add_argument(
+        '--val-block-s',
+        type=float,
+        default=10.0,
+        help='recordings go to train or validation in whole blocks of this many seconds',
+    )
+    data.add_argument(
+        '--tolerance-ms',
+        type=float,
+        default=DEFAULT_TOLERANCE_S * 1e3,
+        help='pose and joint state stamps closer than this are one sample',
+    )
+    fit = parser.add_argument_group('model and optimisation')
+    fit.add_argument(
+        '--model', choices=sorted(MODELS), default=DEFAULT_MODEL_TYPE, help='architecture'
+    )
+    fit.add_argument(
+        '--model-config',
+        default='{}',
+        help='JSON overrides of the model config, e.g. \'{"width": 128}\'',
+    )
+    fit.add_argument('--epochs', type=int, default=None, help='most epochs (per-model default)')
+    fit.add_argument('--batch-size', type=int, default=None, help='batch size (per-model default)')
+    fit.add_argument('--lr', type=float, default=None, help='(peak) Adam lr (per-model default)')
+    fit.add_argument(
+        '--schedule',
+        choices=('onecycle', 'constant'),
+        default=None,
+        help='learning-rate schedule (per-model default)',
+    )
+    fit.add_argument(
+        '--patience',
+        type=int,
+        default=None,
+        help='early stop after this many checks without a better validation loss',
+    )
+    fit.add_argument('--seed', type=int, default=0, help='seeds torch, numpy and Python')
+    fit.add_argument('--device', choices=DEVICES, default='auto', help='where to train')
+    out = parser.add_argument_group('output')
+    out.add_argument(
+        '--save-model', type=Path, default=Path('iknet.pt'), help='checkpoint file to write'
+    )
+    out.add_argument(
+        '--out',
+        type=Path,
+        default=Path('iknet_train_result'),
+        help='directory for the log, loss.png and snapshots',
+    )
+    out.add_argument('--resume', type=Path, default=None, help='snapshot file to resume from')
+    out.add_argument(
+        '--no-progress', action='store_true', help='no progress bar (for logs and CI)'
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    try:
+        train(args, command=shlex.join(['iknet-train', *argv]))
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-train: error: {error}', file=sys.stderr)
+        return 1
+    return 0
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
+    """Recordings from the CSV flags and --data (default: shipped dataset/train)."""
+    if len(args.kinematics_pose_csv) != len(args.joint_states_csv):
+        raise ValueError(
+            f'{len(args.kinematics_pose_csv)} --kinematics-pose-csv but '
+            f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
+        )
+    pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
+    if args.data is None and not pairs:
+        pairs = find_recordings([shipped(TRAIN_DATA)])
+    elif args.data:
+        pairs += find_recordings(args.data)
+    recordings = load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
+    return [drop_repeats(recording) for recording in recordings]
+
+
+def split_data(
+    args: argparse.Namespace, chain: Chain, recordings: list[Recording]
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], dict]:
+    """(poses, joints) for training and validation, and counts for the checkpoint."""
+    if recordings:
+        poses = np.concatenate([r.poses for r in recordings])
+        joints = np.concatenate([r.joints for r in recordings])
+        train, val = time_block_split(
+            recordings, args.train_val_ratio, args.val_block_s, args.seed
+        )
+    else:
+        poses, joints = np.zeros((0, 7)), np.zeros((0, chain.n_joints))
+        train = val = np.zeros(0, dtype=bool)
+    ranges = parse_ranges(args.synthetic_ranges, chain)
+    synthetic_poses, synthetic_joints = synthetic_samples(chain, args.synthetic, args.seed, ranges)
+    # Synthetic samples are independent draws: a row split cannot leak.
+    synthetic_train = (
+        np.random.default_rng(args.seed).random(args.synthetic) < args.train_val_ratio
+    )
+    counts = {
+        'recordings': [r.source for r in recordings],
+        'recorded_train': int(train.sum()),
+        'recorded_val': int(val.sum()),
+        'synthetic_train': int(synthetic_train.sum()),
+        'synthetic_val': int((~synthetic_train).sum()),
+        'synthetic_ranges': ranges.tolist(),
+    }
+    train_set = (
+        np.concatenate([poses[train], synthetic_poses[synthetic_train]]),
+        np.concatenate([joints[train], synthetic_joints[synthetic_train]]),
+    )
+    val_set = (
+        np.concatenate([poses[val], synthetic_poses[~synthetic_train]]),
+        np.concatenate([joints[val], synthetic_joints[~synthetic_train]]),
+    )
+    if len(train_set[0]) == 0 or len(val_set[0]) == 0:
+        raise ValueError(
+            f'{len(train_set[0])} training and {len(val_set[0])} validation samples: need both; '
+            'add recordings or --synthetic samples, or change --train-val-ratio'
+        )
+    return train_set, val_set, counts
+
+
+def train(args: argparse.Namespace, command: str = '') -> Path:
+    """Runs the training described by the parsed flags; returns the checkpoint path."""
+    started = time.monotonic()
+    seed_everything(args.seed)
+    device = resolve_device(args.device)
+    chain = OMX_CHAIN
+    defaults = TRAIN_DEFAULTS[args.model]
+    settings = {
+        key: value if getattr(args, key, None) is None else getattr(args, key)
+        for key, value in asdict(defaults).items()
+    }
+    train_set, val_set, counts = split_data(args, chain, recorded_data(args, chain))
+    logger.info(
+        'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
+    )
+
+    model = build_model(args.model, json.loads(args.model_config))
+    train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
+    model.fit_normalization(train_poses)
+    model.to(device)
+    train_poses, train_joints = train_poses.to(device), train_joints.to(device)
+    val_loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(
+            *(torch.as_tensor(a, dtype=torch.float32, device=device) for a in val_set)
+        ),
+        batch_size=16384,
+    )
+    loss_fn = LOSSES[args.model]
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings['lr'])
+    batch_size = settings['batch_size']
+    iters_per_epoch = max(1, len(train_poses) // batch_size)
+    epochs = settings['epochs']
+
+    stop = triggers.EarlyStoppingTrigger(
+        check_trigger=(settings['check_epochs'], 'epoch'),
+        monitor='val/loss',
+        patience=settings['patience'],
+        mode='min',
+        max_trigger=(epochs, 'epoch'),
+    )
+    best = BestModel(model)
+
+    @torch.no_grad()
+    def validate(poses: torch.Tensor, joints: torch.Tensor) -> None:
+        report('val', loss_fn(model, chain, poses, joints))
+
+    manager = ppe.training.ExtensionsManager(
+        model,
+        optimizer,
+        epochs,
+        iters_per_epoch=iters_per_epoch,
+        out_dir=str(args.out),
+        stop_trigger=stop,
+        extensions=[
+            extensions.Evaluator(val_loader, model, eval_func=validate),
+            best,
+            extensions.LogReport(trigger=(1, 'epoch')),
+            extensions.PrintReport(
+                [
+                    'epoch',
+                    'iteration',
+                    'train/loss',
+                    'val/loss',
+                    'val/position_mm',
+                    'lr',
+                    'elapsed_time',
+                ]
+            ),
+            extensions.PlotReport(
+                ['train/loss', 'val/loss'], 'epoch', filename='loss.png', yscale='log'
+            ),
+            extensions.observe_lr(optimizer),
+            extensions.snapshot(filename='snapshot', n_retains=1),
+        ],
+    )
+    if settings['schedule'] == 'onecycle':
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(
+            optimizer,
+            max_lr=settings['lr'],
+            total_steps=epochs * iters_per_epoch,
+            pct_start=0.05,
+        )
+        manager.extend(extensions.LRScheduler(scheduler, trigger=(1, 'iteration')))
+    if not args.no_progress:
+        manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
+    if args.resume is not None:
+        if not args.resume.is_file():
+            raise FileNotFoundError(f'no snapshot at {args.resume}')
+        manager.load_state_dict(torch.load(args.resume, map_location=device, weights_only=True))
+        logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
+
+    generator = torch.Generator().manual_seed(args.seed)
+    while not manager.stop_trigger:
+        # Epoch-seeded order: a resumed run sees the batches the interrupted one would have.
+        generator.manual_seed(args.seed * 1_000_003 + manager.epoch)
+        order = torch.randperm(len(train_poses), generator=generator).to(device)
+        model.train()
+        for index in range(iters_per_epoch):
+            with manager.run_iteration():
+                batch = order[index * batch_size : (index + 1) * batch_size]
+                loss, _ = loss_fn(model, chain, train_poses[batch], train_joints[batch])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                ppe.reporting.report({'train/loss': loss.item()})
+
+    best.restore()
+    wall_time_s = time.monotonic() - started
+    training = {
+        'command': command,
+        'settings': settings,
+        'model_config': json.loads(args.model_config),
+        'seed': args.seed,
+        'data': counts,
+        'epochs_run': manager.epoch,
+        'best_val_loss': best.value,
+        'wall_time_s': wall_time_s,
+        'device': str(device),
+        'torch': str(torch.__version__),
+    }
+    path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)
+    logger.info(
+        'wrote %s after %d epochs in %.0f s (best val loss %.3g)',
+        path,
+        manager.epoch,
+        wall_time_s,
+        best.value,
+    )
+    return path
+
+
+def report(prefix: str, result: tuple[torch.Tensor, dict[str, torch.Tensor]]) -> None:
+    """Report a loss and its figures (per-sample figures as their batch median)."""
+    loss, figures = result
+    values = {f'{prefix}/loss': loss.item()}
+    values.update({f'{prefix}/{k}': v.median().item() for k, v in figures.items()})
+    ppe.reporting.report(values)
+
+
+class BestModel(ppe.training.extension.Extension):
+    """Keeps the weights with the lowest validation loss; early stopping runs past them."""
+
+    trigger = (1, 'epoch')
+    priority = ppe.training.extension.PRIORITY_WRITER
+
+    def __init__(self, model: IKNetwork) -> None:
+        self.model = model
+        self.value = float('inf')
+        self.state: dict[str, torch.Tensor] | None = None
+
+    def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
+        loss = manager.observation.get('val/loss')
+        if loss is not None and float(loss) < self.value:
+            self.value = float(loss)
+            self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def restore(self) -> None:
+        if self.state is not None:
+            self.model.load_state_dict(self.state)
+
+    def state_dict(self) -> dict:
+        return {'value': self.value, 'state': self.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.value = float(state['value'])
+        self.state = state['state']
+
+
+if __name__ == '__main__':
+    sys.exit(main())

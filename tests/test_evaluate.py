@@ -1,0 +1,78 @@
+"""The test command: a table, a JSON report with the agreed keys, and plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from iknet_core.checkpoint import save_checkpoint
+from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.networks import build_model
+from iknet_train.evaluate import main, reference_loss
+from iknet_train.synthetic import synthetic_samples, write_recording
+
+SUMMARY_KEYS = {'mean', 'median', 'p95', 'p99', 'max'}
+
+
+@pytest.fixture(scope='module')
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp('evaluate')
+    poses, joints = synthetic_samples(OMX_CHAIN, 300, seed=9)
+    write_recording(root / 'rec', 10**18 + 10_000_000 * np.arange(300), joints, OMX_CHAIN)
+    model = build_model('iknet', {'width': 32, 'n_blocks': 1})
+    model.fit_normalization(torch.as_tensor(poses, dtype=torch.float32))
+    return save_checkpoint(root / 'model.pt', model, 'iknet', OMX_CHAIN), root / 'rec'
+
+
+def test_writes_json_with_the_agreed_keys_and_plots(files, tmp_path: Path, capsys) -> None:
+    model, recording = files
+    report_path, plots = tmp_path / 'report.json', tmp_path / 'plots'
+    argv = ['--model', str(model), '--data', str(recording), '--json', str(report_path),
+            '--plots', str(plots), '--timing-queries', '20']  # fmt: skip
+    assert main(argv) == 0
+
+    report = json.loads(report_path.read_text())
+    assert report['n_samples'] == 300
+    assert set(report['position_error_mm']) == SUMMARY_KEYS
+    assert set(report['orientation_error_deg']) == SUMMARY_KEYS
+    assert set(report['joint_error_rad']) == {'joint1', 'joint2', 'joint3', 'joint4'}
+    assert set(report['within_mm']) == {'1', '5', '10'}
+    assert report['time_per_query_us'] > 0 and report['queries_per_s'] > 0
+    assert report['reference_loss'] > 0
+    for name in ('error_histogram.png', 'workspace_error.png', 'worst_cases.png'):
+        assert (plots / name).stat().st_size > 1000
+    table = capsys.readouterr().out
+    assert 'position error (mm)' in table and 'within 5 mm' in table
+
+
+def test_takes_the_reference_csv_flags(files, tmp_path: Path) -> None:
+    model, recording = files
+    argv = [
+        '--model', str(model),
+        '--kinematics-pose-csv', str(recording / 'kinematics_pose.csv'),
+        '--joint-states-csv', str(recording / 'joint_states.csv'),
+        '--json', str(tmp_path / 'r.json'), '--plots', '', '--timing-queries', '5',
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads((tmp_path / 'r.json').read_text())['n_samples'] == 300
+    assert not (tmp_path / 'iknet_test_plots').exists()
+
+
+def test_reference_loss_is_the_norm_over_a_batch_divided_by_its_size() -> None:
+    joints = np.zeros((4, 4))
+    predicted = joints.copy()
+    predicted[:, 0] = 0.5
+    predicted[0, 0] = 0.5 - 2 * np.pi  # the same angle
+    assert reference_loss(predicted, joints, batch_size=2) == pytest.approx(np.sqrt(0.5) / 2)
+
+
+def test_a_broken_model_file_fails_with_a_message(files, tmp_path: Path, capsys) -> None:
+    _, recording = files
+    bad = tmp_path / 'bad.pt'
+    bad.write_bytes(b'nope')
+    assert main(['--model', str(bad), '--data', str(recording), '--plots', '']) == 1
+    assert 'not a readable iknet checkpoint' in capsys.readouterr().err

@@ -1,0 +1,64 @@
+"""ONNX export: a batch dimension, and onnxruntime gives what torch gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+
+from iknet_core.checkpoint import load_checkpoint, save_checkpoint
+from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.metrics import wrapped_difference
+from iknet_core.networks import build_model
+from iknet_train.export import export, main
+from iknet_train.synthetic import synthetic_samples
+
+
+@pytest.fixture(scope='module')
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    poses, _ = synthetic_samples(OMX_CHAIN, 500, seed=1)
+    model = build_model('iknet', {'width': 32, 'n_blocks': 1})
+    model.fit_normalization(torch.as_tensor(poses, dtype=torch.float32))
+    with torch.no_grad():
+        # (cos, sin) outputs of unit length, as after training: atan2 is well conditioned there.
+        model.head.bias.copy_(torch.tensor([0.8, 0.6]).repeat(model.head.out_features // 2))
+    return save_checkpoint(tmp_path_factory.mktemp('export') / 'm.pt', model, 'iknet', OMX_CHAIN)
+
+
+@pytest.mark.parametrize('batch', [1, 37])
+def test_onnx_equals_torch_for_any_batch_size(
+    model_path: Path, tmp_path: Path, batch: int
+) -> None:
+    output, difference = export(model_path, tmp_path / 'm.onnx', check_samples=200)
+    assert difference < 1e-4
+
+    poses = synthetic_samples(OMX_CHAIN, batch, seed=5)[0].astype(np.float32)
+    session = onnxruntime.InferenceSession(str(output), providers=['CPUExecutionProvider'])
+    (hypotheses,) = session.run(None, {'poses': poses})
+    with torch.inference_mode():
+        expected = load_checkpoint(model_path).model(torch.from_numpy(poses)).numpy()
+    assert hypotheses.shape == (batch, 4, 4)
+    assert np.abs(wrapped_difference(hypotheses.astype(np.float64), expected)).max() < 1e-4
+
+
+def test_cli_prints_the_difference_and_fp16_is_close(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    half, full = tmp_path / 'half.onnx', tmp_path / 'full.onnx'
+    assert main(['--model', str(model_path), '--output', str(full)]) == 0
+    assert main(['--model', str(model_path), '--output', str(half), '--fp16']) == 0
+    assert capsys.readouterr().out.count('max joint difference') == 2
+    weights = [i for i in onnx.load(str(half)).graph.initializer if len(i.dims) == 2]
+    assert weights and all(i.data_type == onnx.TensorProto.FLOAT16 for i in weights)
+
+    poses = synthetic_samples(OMX_CHAIN, 300, seed=6)[0].astype(np.float32)
+    session = onnxruntime.InferenceSession(str(half), providers=['CPUExecutionProvider'])
+    (hypotheses,) = session.run(None, {'poses': poses})
+    with torch.inference_mode():
+        expected = load_checkpoint(model_path).model(torch.from_numpy(poses)).numpy()
+    assert hypotheses.dtype == np.float32
+    assert np.abs(wrapped_difference(hypotheses.astype(np.float64), expected)).max() < 0.01

@@ -1,0 +1,129 @@
+"""Training: a short run lowers the loss and writes a loadable model; snapshots resume."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK
+from iknet_core.networks import build_model
+from iknet_train.losses import multi_hypothesis_loss
+from iknet_train.synthetic import synthetic_samples, write_recording
+from iknet_train.train import main
+
+SMALL = '{"width": 32, "n_blocks": 1}'
+
+
+@pytest.fixture(scope='module')
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 s of a 100 Hz recording whose joints wander like a hand-guided arm."""
+    directory = tmp_path_factory.mktemp('recording')
+    rng = np.random.default_rng(0)
+    steps = rng.normal(scale=0.01, size=(2000, 4))
+    joints = np.clip(np.cumsum(steps, 0), -1.2, 1.2)[:2000]
+    stamps = 10**18 + 10_000_000 * np.arange(2000)
+    write_recording(directory, stamps, joints, OMX_CHAIN, {'gripper': 0.0})
+    return directory
+
+
+def train(recording: Path, out: Path, *extra: str) -> int:
+    return main(
+        [
+            '--data', str(recording), '--synthetic', '2000', '--batch-size', '256',
+            '--val-block-s', '2', '--no-progress',
+            '--save-model', str(out / 'model.pt'), '--out', str(out), *extra,
+        ]
+    )  # fmt: skip
+
+
+def log(out: Path) -> list[dict]:
+    return json.loads((out / 'log').read_text())
+
+
+@pytest.mark.parametrize('model_type', ['iknet', 'reference'])
+def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
+    recording: Path, tmp_path: Path, model_type: str
+) -> None:
+    extra = ['--model', model_type, '--epochs', '4', '--model-config', SMALL]
+    if model_type == 'reference':
+        extra = ['--model', 'reference', '--epochs', '6', '--patience', '10']
+    assert train(recording, tmp_path, *extra) == 0
+
+    entries = log(tmp_path)
+    assert entries[-1]['val/loss'] < entries[0]['val/loss']
+    assert (tmp_path / 'loss.png').is_file() and (tmp_path / 'snapshot').is_file()
+    checkpoint = load_checkpoint(tmp_path / 'model.pt')
+    assert checkpoint.model_type == model_type
+    data = checkpoint.training['data']
+    assert data['recorded_train'] > 0 and data['recorded_val'] > 0
+    assert data['synthetic_train'] + data['synthetic_val'] == 2000
+    assert checkpoint.training['command'].startswith('iknet-train --data')
+
+
+def test_resume_continues_where_the_snapshot_left_off(recording: Path, tmp_path: Path) -> None:
+    flags = ('--schedule', 'constant', '--lr', '0.003', '--model-config', SMALL)
+    straight, interrupted = tmp_path / 'straight', tmp_path / 'interrupted'
+    assert train(recording, straight, '--epochs', '3', *flags) == 0
+    assert train(recording, interrupted, '--epochs', '2', *flags) == 0
+
+    resumed = tmp_path / 'resumed'
+    assert train(recording, resumed, '--epochs', '3', '--resume', str(interrupted / 'snapshot'),
+                 *flags) == 0  # fmt: skip
+
+    assert [e['epoch'] for e in log(resumed)] == [1, 2, 3]
+    assert log(resumed)[-1]['val/loss'] == pytest.approx(log(straight)[-1]['val/loss'], rel=1e-4)
+    assert load_checkpoint(resumed / 'model.pt').training['epochs_run'] == 3
+
+
+def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) -> None:
+    assert main(['--kinematics-pose-csv', 'a.csv', '--save-model', str(tmp_path / 'm.pt')]) == 1
+    assert 'give them in pairs' in capsys.readouterr().err
+    assert train(tmp_path / 'missing', tmp_path) == 1
+    assert 'missing' in capsys.readouterr().err
+
+
+def test_loss_does_not_care_which_2pi_copy_of_joint1_was_recorded() -> None:
+    model = build_model('iknet', {'width': 16, 'n_blocks': 1})
+    poses, joints = (
+        torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(OMX_CHAIN, 64)
+    )
+    shifted = joints.clone()
+    shifted[:, 0] += torch.where(shifted[:, 0] < 0, 2 * math.pi, -2 * math.pi)
+
+    loss, _ = multi_hypothesis_loss(model, OMX_CHAIN, poses, joints)
+    loss_shifted, _ = multi_hypothesis_loss(model, OMX_CHAIN, poses, shifted)
+
+    torch.testing.assert_close(loss, loss_shifted, atol=1e-5, rtol=1e-5)
+
+
+def test_loss_lets_each_pose_pick_its_hypothesis() -> None:
+    """Elbow up and elbow down both answer the pose: either recorded branch costs nothing."""
+    model = build_model('iknet', {'width': 16, 'n_blocks': 1, 'n_hypotheses': 2})
+    q = torch.tensor([[0.3, -0.6, 0.9, 0.4]], dtype=torch.float64)
+    pose = pose_from_joints(OMX_CHAIN, q)
+    position, rotation = forward_kinematics(OMX_CHAIN, q.numpy())
+    branches = torch.as_tensor(OmxAnalyticIK().branches(position, rotation)[0])  # (2, 4)
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.copy_(torch.stack([branches.cos(), branches.sin()], -1).flatten())
+
+    for recorded in branches:
+        loss, figures = multi_hypothesis_loss(
+            model, OMX_CHAIN, pose.float(), recorded[None].float()
+        )
+        assert figures['position_mm'].item() < 1e-3
+        assert loss.item() < 1e-6
+    # One hypothesis alone must pay for the branch it does not cover.
+    with torch.no_grad():
+        model.head.bias.copy_(
+            torch.stack([branches[[0, 0]].cos(), branches[[0, 0]].sin()], -1).flatten()
+        )
+    loss, _ = multi_hypothesis_loss(model, OMX_CHAIN, pose.float(), branches[1:].float())
+    assert loss.item() > 1e-3
