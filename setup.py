@@ -45,6 +45,7 @@ setup(
             'iknet-train=iknet_train.train:main',
             'iknet-test=iknet_train.evaluate:main',
             'iknet-export=iknet_train.export:main',
+            'iknet-bench=iknet_train.bench:main',
         ]
     },
 )

@@ -1,0 +1,445 @@
+"""`iknet-bench` / `ros2 run iknet bench`: every IK solver side by side on recorded poses.
+
+Errors are FK(solution) against each recorded pose (mm, degrees); "solved" means within the
+tolerance with joints the arm can take. Timings run on one thread: the median of single `solve()`
+calls, and solutions per second of whole-dataset `solve_batch()` calls. Peer libraries
+(tools/requirements-peers.txt) join when installed. Writes bench.json, bench.md and bench.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots and CI
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.transforms import matrix_from_quaternion
+from iknet_core.metrics import pose_errors, summary, within_mm
+from iknet_core.predict import DEVICES
+from iknet_core.resources import DEFAULT_MODEL, TEST_DATA
+from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
+from iknet_core.solvers.network import BACKENDS, NetworkProposer
+from iknet_core.solvers.policy import BranchPolicy
+from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
+from iknet_train.data import DEFAULT_TOLERANCE_S
+from iknet_train.evaluate import test_recordings
+from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
+
+ALL_SOLVERS = SOLVER_NAMES + PEER_NAMES
+DESCRIPTIONS = {
+    'analytic': 'OM-X closed form, every branch ranked by the branch policy',
+    'refine-from-zero': 'Levenberg-Marquardt refinement from zero joints (no learned seed)',
+}
+WARM_UP_POSES = 32  # over the compiled single-pose batch limit, so every code path is warm
+REPORT_NAMES = ('bench.json', 'bench.md', 'bench.png')
+ERROR_FLOOR_MM = 1e-14  # float64 FK of the OM-X resolves about 1e-13 mm
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-bench',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        '--solvers',
+        nargs='+',
+        choices=ALL_SOLVERS,
+        default=list(ALL_SOLVERS),
+        metavar='NAME',
+        help=f'solvers to run, of {", ".join(ALL_SOLVERS)}; peer libraries that are not '
+        'installed are skipped with a note',
+    )
+    parser.add_argument(
+        '--data',
+        nargs='+',
+        default=None,
+        help=f'recording directories or globs (default: the shipped {TEST_DATA})',
+    )
+    parser.add_argument(
+        '--kinematics-pose-csv',
+        action='append',
+        default=[],
+        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
+    )
+    parser.add_argument(
+        '--joint-states-csv',
+        action='append',
+        default=[],
+        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
+    )
+    parser.add_argument(
+        '--tolerance-ms',
+        type=float,
+        default=DEFAULT_TOLERANCE_S * 1e3,
+        help='pose and joint state stamps closer than this are one sample',
+    )
+    parser.add_argument(
+        '--model',
+        type=Path,
+        default=None,
+        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
+    )
+    parser.add_argument('--device', choices=DEVICES, default='auto', help='where the network runs')
+    parser.add_argument(
+        '--backend', choices=BACKENDS, default='compiled', help='how the network runs'
+    )
+    parser.add_argument(
+        '--position-tolerance',
+        type=float,
+        default=DEFAULT_TOLERANCE.position,
+        help='m; a solution within it (and the orientation tolerance) solves the pose',
+    )
+    parser.add_argument(
+        '--orientation-tolerance',
+        type=float,
+        default=DEFAULT_TOLERANCE.orientation,
+        help='rad; a solution within it (and the position tolerance) solves the pose',
+    )
+    parser.add_argument(
+        '--max-poses', type=int, default=None, help='use this many poses, evenly spaced in time'
+    )
+    parser.add_argument(
+        '--single-queries', type=int, default=1000, help='single solve() calls timed per solver'
+    )
+    parser.add_argument(
+        '--time-budget',
+        type=float,
+        default=10.0,
+        help='s; a solver slower than this over --single-queries times fewer (reported)',
+    )
+    parser.add_argument(
+        '--batch-seconds',
+        type=float,
+        default=1.0,
+        help='s; solve_batch over every pose is repeated for this long and the best run kept',
+    )
+    parser.add_argument(
+        '--seed', type=int, default=0, help='seed of the random restarts of peer libraries'
+    )
+    parser.add_argument(
+        '--out', type=Path, default=Path('bench_result'), help=f'directory for {REPORT_NAMES}'
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    args = build_parser().parse_args(argv)
+    try:
+        # No benchmark sends anything off this machine (ikpy would, on import).
+        with offline():
+            report, errors = run(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-bench: error: {error}', file=sys.stderr)
+        return 1
+    markdown = format_markdown(report)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / 'bench.json').write_text(json.dumps(report, indent=2) + '\n')
+    (args.out / 'bench.md').write_text(markdown)
+    plot_bench(args.out / 'bench.png', report, errors)
+    print(markdown)
+    print(f'wrote {", ".join(str(args.out / name) for name in REPORT_NAMES)}')
+    return 0
+
+
+def one_thread() -> None:
+    """Time every solver on one thread, as a single robot process would run it."""
+    import numba
+    import torch
+
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+
+
+def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
+    """The report, and each solver's position errors (m) for the plot."""
+    if args.max_poses is not None and args.max_poses < 1:
+        raise ValueError(f'--max-poses must be >= 1, got {args.max_poses}')
+    one_thread()
+    tolerance = Tolerance(args.position_tolerance, args.orientation_tolerance)
+    names = list(dict.fromkeys(args.solvers))
+    network_names = [n for n in names if n in ('network', 'network+refine')]
+    proposer = NetworkProposer(args.model, args.device, args.backend) if network_names else None
+    chain = proposer.chain if proposer else OMX_CHAIN
+    if 'analytic' in names and chain != OMX_CHAIN:
+        raise ValueError(f'the analytic solver is the OM-X closed form; the model is {chain.name}')
+
+    recordings = test_recordings(args, chain)
+    poses = np.concatenate([r.poses for r in recordings])
+    recorded = np.concatenate([r.joints for r in recordings])
+    if args.max_poses is not None and args.max_poses < len(poses):
+        keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
+        poses, recorded = poses[keep], recorded[keep]
+    policy = BranchPolicy(chain, tolerance)
+    reachable = tolerance.met(*pose_errors(chain, recorded, poses)) & policy.within_reach(recorded)
+    recorded_error, _ = pose_errors(chain, recorded, poses)
+
+    report = {
+        'data': {
+            'recordings': [r.source for r in recordings],
+            'n_poses': len(poses),
+            'reachable': float(reachable.mean()),
+            'recorded_joints_within_limits': float(policy.within_limits(recorded).mean()),
+            'recorded_joints_position_error_mm': summary(recorded_error * 1000.0),
+        },
+        'model': str(proposer.model_path) if proposer else None,
+        'network': proposer.describe() if proposer else None,
+        'tolerance': {'position_m': tolerance.position, 'orientation_rad': tolerance.orientation},
+        'machine': machine(),
+        'solvers': {},
+        'skipped': {},
+    }
+    errors = {}
+    for name in names:
+        contender = make_contender(name, args, chain, tolerance, proposer)
+        if isinstance(contender, str):
+            report['skipped'][name] = contender
+            print(f'{name}: skipped, {contender}')
+            continue
+        print(f'{name}: {contender.description}')
+        result, errors[name] = measure(contender, chain, policy, tolerance, poses, reachable, args)
+        report['solvers'][name] = result
+    return report, errors
+
+
+def machine() -> dict:
+    """Where the figures come from: the load shows when other work shared the cores."""
+    return {
+        'cpu_count': os.cpu_count(),
+        'processor': platform.processor() or platform.machine(),
+        'python': platform.python_version(),
+        'threads': 1,
+        'load_average_1min': os.getloadavg()[0] if hasattr(os, 'getloadavg') else None,
+    }
+
+
+def make_contender(
+    name: str,
+    args: argparse.Namespace,
+    chain: Chain,
+    tolerance: Tolerance,
+    proposer: NetworkProposer | None,
+) -> Contender | str:
+    """The named solver, or why it is skipped (a peer not installed or failing to build)."""
+    if name in PEER_NAMES:
+        try:
+            return build_peer(name, chain, tolerance, args.seed)
+        except ImportError as error:
+            return f'not installed ({error}; pip install -r tools/requirements-peers.txt)'
+        except Exception as error:  # a peer that fails to build is reported, not fatal
+            return f'{PEER_PACKAGES[name][1]} failed to build: {type(error).__name__}: {error}'
+    solver = build_solver(
+        name,
+        args.model,
+        args.device,
+        args.backend,
+        tolerance,
+        proposer=proposer,
+    )
+    description = proposer.describe() if name.startswith('network') else DESCRIPTIONS[name]
+    if name == 'network+refine':
+        description += ', refined by Levenberg-Marquardt'
+    return Contender(
+        name,
+        description,
+        solver.solve,
+        lambda positions, rotations: solver.solve_batch(positions, rotations)[0],
+    )
+
+
+def measure(
+    contender: Contender,
+    chain: Chain,
+    policy: BranchPolicy,
+    tolerance: Tolerance,
+    poses: np.ndarray,
+    reachable: np.ndarray,
+    args: argparse.Namespace,
+) -> tuple[dict, np.ndarray]:
+    """Accuracy, success and speed of one solver on every pose; also its position errors (m)."""
+    positions = np.ascontiguousarray(poses[:, :3])
+    rotations = np.ascontiguousarray(matrix_from_quaternion(poses[:, 3:]))
+    contender.solve_many(positions[:WARM_UP_POSES], rotations[:WARM_UP_POSES])
+    joints, per_second, batch_runs = timed_batches(
+        contender.solve_many, positions, rotations, args.batch_seconds
+    )
+    picked = np.linspace(0, len(poses) - 1, min(args.single_queries, len(poses))).astype(int)
+    single_us, single_count = single_query_us(
+        contender.solve_one, positions[picked], rotations[picked], args.time_budget
+    )
+    position_error, orientation_error = pose_errors(chain, joints, poses)
+    solved = tolerance.met(position_error, orientation_error) & policy.within_reach(joints)
+    result = {
+        'description': contender.description,
+        'position_error_mm': summary(position_error * 1000.0),
+        'orientation_error_deg': summary(np.degrees(orientation_error)),
+        'within_mm': within_mm(position_error, (1.0, 5.0)),
+        'within_limits': float(policy.within_limits(joints).mean()),
+        'solved': float(solved.mean()),
+        'solved_of_reachable': float(solved[reachable].mean()) if reachable.any() else None,
+        'single_query_median_us': single_us,
+        'single_queries': single_count,
+        'batch_solutions_per_s': per_second,
+        'batch_runs': batch_runs,
+    }
+    return result, position_error
+
+
+def timed_batches(
+    solve_many: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    positions: np.ndarray,
+    rotations: np.ndarray,
+    min_seconds: float,
+) -> tuple[np.ndarray, float, int]:
+    """Joints (B, n) of one whole-batch call, and solutions/s of the best of repeated calls.
+
+    Calls repeat until min_seconds have passed (once when one call takes longer).
+    """
+    best_ns, spent_ns, runs = math.inf, 0, 0
+    while runs == 0 or spent_ns < min_seconds * 1e9:
+        start = time.perf_counter_ns()
+        joints = solve_many(positions, rotations)
+        elapsed = time.perf_counter_ns() - start
+        best_ns, spent_ns, runs = min(best_ns, elapsed), spent_ns + elapsed, runs + 1
+    joints = np.asarray(joints, dtype=np.float64)
+    if joints.shape != (len(positions), joints.shape[-1]):
+        raise ValueError(f'solve_many returned {joints.shape} for {len(positions)} poses')
+    return joints, len(positions) / max(best_ns, 1) * 1e9, runs
+
+
+def single_query_us(
+    solve_one: Callable[[np.ndarray, np.ndarray], object],
+    positions: np.ndarray,
+    rotations: np.ndarray,
+    budget_s: float,
+) -> tuple[float, int]:
+    """Median time (us) of one solve_one call, each timed alone, and how many were timed.
+
+    Stops early, after at least one call, once budget_s is spent.
+    """
+    durations = []
+    deadline = time.perf_counter_ns() + budget_s * 1e9
+    for position, rotation in zip(positions, rotations, strict=True):
+        start = time.perf_counter_ns()
+        solve_one(position, rotation)
+        end = time.perf_counter_ns()
+        durations.append(end - start)
+        if end > deadline:
+            break
+    return float(np.median(durations) / 1e3), len(durations)
+
+
+def _number(value: float | None) -> str:
+    """Compact text for values from 1e-14 (errors in mm) to 1e7 (solutions/s)."""
+    if value is None:
+        return '-'
+    return f'{value:.3g}' if abs(value) < 1e3 else f'{value:,.0f}'
+
+
+def _percent(value: float | None) -> str:
+    return '-' if value is None else f'{100.0 * value:.1f} %'
+
+
+def format_markdown(report: dict) -> str:
+    """The report as Markdown: settings, accuracy table, success and speed table, notes."""
+    data, tolerance, host = report['data'], report['tolerance'], report['machine']
+    lines = [
+        '# iknet-bench',
+        '',
+        f'{data["n_poses"]} poses from {", ".join(data["recordings"])}; errors are FK(solution) '
+        'against the recorded pose. Solved: within '
+        f'{tolerance["position_m"] * 1e3:g} mm and {tolerance["orientation_rad"]:g} rad with '
+        f'joints the arm can take; {_percent(data["reachable"])} of the poses are reachable '
+        '(their recorded joints meet that tolerance); the recorded joints are inside the '
+        f'software limits for {_percent(data["recorded_joints_within_limits"])}. One thread on a '
+        f'{host["cpu_count"]}-core {host["processor"]} machine, load '
+        f'{_number(host["load_average_1min"])} at the end of the run.',
+        '',
+        '| solver | position error mm: mean | median | p95 | p99 | max '
+        '| orientation error deg: median | p99 | max |',
+        '|---|---|---|---|---|---|---|---|---|',
+    ]
+    for name, result in report['solvers'].items():
+        position, orientation = result['position_error_mm'], result['orientation_error_deg']
+        cells = [position[k] for k in ('mean', 'median', 'p95', 'p99', 'max')]
+        cells += [orientation[k] for k in ('median', 'p99', 'max')]
+        lines.append(f'| {name} | ' + ' | '.join(map(_number, cells)) + ' |')
+    lines += [
+        '',
+        '| solver | within 1 mm | within 5 mm | inside software limits | solved '
+        '| solved of reachable | single query median us | batch solutions/s |',
+        '|---|---|---|---|---|---|---|---|',
+    ]
+    for name, result in report['solvers'].items():
+        cells = [
+            _percent(result['within_mm']['1']),
+            _percent(result['within_mm']['5']),
+            _percent(result['within_limits']),
+            _percent(result['solved']),
+            _percent(result['solved_of_reachable']),
+            _number(result['single_query_median_us'])
+            + ('' if result['single_queries'] > 1 else ' (1 call)'),
+            _number(result['batch_solutions_per_s']),
+        ]
+        lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+    lines += ['', 'Solvers:', '']
+    lines += [f'- {name}: {result["description"]}' for name, result in report['solvers'].items()]
+    lines += [f'- {name}: skipped, {reason}' for name, reason in report['skipped'].items()]
+    return '\n'.join(lines) + '\n'
+
+
+def plot_bench(path: Path, report: dict, errors: dict[str, np.ndarray]) -> None:
+    """Position error CDF per solver (log mm), single-query median and batched throughput."""
+    names = list(report['solvers'])
+    figure, (cdf, single, batch) = plt.subplots(
+        1, 3, figsize=(16, 4.5), gridspec_kw={'width_ratios': [2, 1, 1]}
+    )
+    for name in names:
+        error_mm = np.sort(np.maximum(errors[name] * 1000.0, ERROR_FLOOR_MM))
+        cdf.plot(error_mm, np.arange(1, len(error_mm) + 1) / len(error_mm), label=name)
+    cdf.axvline(
+        report['tolerance']['position_m'] * 1000.0, color='grey', ls=':', label='tolerance'
+    )
+    cdf.set(
+        xscale='log',
+        xlabel=f'position error (mm; below {ERROR_FLOOR_MM:g} drawn at it)',
+        ylabel='fraction of poses',
+        ylim=(0, 1.01),
+    )
+    cdf.set_title('Error CDF, FK(solution) vs recorded pose')
+    cdf.legend(fontsize=8)
+    rows = np.arange(len(names))
+    for axis, key, label in (
+        (single, 'single_query_median_us', 'single query median (us)'),
+        (batch, 'batch_solutions_per_s', 'batched solutions per second'),
+    ):
+        values = [report['solvers'][name][key] for name in names]
+        axis.barh(rows, values, color='tab:blue')
+        axis.set(xscale='log', xlabel=label, yticks=rows, yticklabels=names)
+        axis.set_xlim(right=max(values) * 30)  # room for the labels
+        axis.invert_yaxis()
+        for row, value in zip(rows, values, strict=True):
+            axis.text(value, row, f' {_number(value)}', va='center', fontsize=8)
+    single.set_title('one thread')
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
