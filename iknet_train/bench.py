@@ -129,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         help='s; solve_batch over every pose is repeated for this long and the best run kept',
     )
     parser.add_argument(
-        '--seed', type=int, default=0, help='seed of the random restarts of peer libraries'
+        '--seed',
+        type=int,
+        default=0,
+        help='seed of the random retries of pytorch-kinematics (roboticstoolbox draws its own)',
     )
     parser.add_argument(
         '--out', type=Path, default=Path('bench_result'), help=f'directory for {REPORT_NAMES}'

@@ -111,7 +111,8 @@ def _loop(solve_one: Callable[[np.ndarray, np.ndarray], np.ndarray]):
 
 
 def _roboticstoolbox(chain: Chain, tolerance: Tolerance, seed: int) -> Contender:
-    """The C++ Levenberg-Marquardt solver (`ETS.ik_LM`), random restarts within the limits."""
+    """The C++ Levenberg-Marquardt solver (`ETS.ik_LM`); its random restarts are drawn in C++,
+    so `seed` does not reach them."""
     import roboticstoolbox
     from roboticstoolbox.models.URDF.URDFRobot import URDF_file
 
@@ -120,7 +121,6 @@ def _roboticstoolbox(chain: Chain, tolerance: Tolerance, seed: int) -> Contender
     # Its tolerance is on E = 0.5 * e^T e (e: m and rad): a position error of tolerance.position.
     residual = 0.5 * tolerance.position**2
     target = np.eye(4)
-    np.random.seed(seed)  # its restarts draw from numpy's global generator
 
     def solve_one(position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         target[:3, :3] = rotation
