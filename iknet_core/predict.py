@@ -33,15 +33,18 @@ def resolve_device(name: str) -> torch.device:
 
 
 def rank_hypotheses(
-    chain: Chain, hypotheses: torch.Tensor, poses: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Order (B, K, n) hypotheses by FK error to poses (B, 7); returns them and errors (B, K)."""
-    targets = poses[:, None, :].expand(-1, hypotheses.shape[1], -1)
+    chain: Chain, hypotheses: np.ndarray, poses: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Order (B, K, n) hypotheses by FK error to poses (B, 7); returns them and scores (B, K).
+
+    numpy float64: for one query its small-array overhead is a fraction of torch's.
+    """
+    targets = np.broadcast_to(poses[:, None, :], (*hypotheses.shape[:2], 7))
     position_error, angle = pose_errors(chain, hypotheses, targets)
     score = position_error + ORIENTATION_WEIGHT_M_PER_RAD * angle
-    order = score.argsort(-1)
-    ranked = hypotheses.gather(1, order[..., None].expand_as(hypotheses))
-    return ranked, score.gather(1, order)
+    order = np.argsort(score, axis=1, kind='stable')
+    ranked = np.take_along_axis(hypotheses, order[..., None], axis=1)
+    return ranked, np.take_along_axis(score, order, axis=1)
 
 
 class IKPredictor:
@@ -66,13 +69,13 @@ class IKPredictor:
 
         score = position error (m) + 0.01 m/rad * orientation error (rad), through FK.
         """
-        poses = np.asarray(poses, dtype=np.float32)
+        poses = np.asarray(poses, dtype=np.float64)
         if poses.ndim != 2 or poses.shape[1] != 7:
             raise ValueError(f'expected poses of shape (B, 7), got {poses.shape}')
         with torch.inference_mode():
-            targets = torch.from_numpy(poses).to(self.device)
-            ranked, score = rank_hypotheses(self.chain, self.model(targets), targets)
-        return ranked.cpu().numpy().astype(np.float64), score.cpu().numpy().astype(np.float64)
+            targets = torch.from_numpy(poses.astype(np.float32)).to(self.device)
+            hypotheses = self.model(targets).cpu().numpy().astype(np.float64)
+        return rank_hypotheses(self.chain, hypotheses, poses)
 
     def solve(self, poses: np.ndarray) -> np.ndarray:
         """poses (B, 7) -> the best hypothesis per pose, (B, n) rad."""

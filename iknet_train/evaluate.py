@@ -19,8 +19,9 @@ import numpy as np
 from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
 from iknet_core.predict import DEVICES, IKPredictor
-from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
-from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
+from iknet_core.resources import TEST_DATA
+from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
+from iknet_train.data import Recording
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
 
 
@@ -30,36 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        '--model',
-        type=Path,
-        default=None,
-        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
-    )
-    parser.add_argument(
-        '--data',
-        nargs='+',
-        default=None,
-        help=f'recording directories or globs (default: the shipped {TEST_DATA})',
-    )
-    parser.add_argument(
-        '--kinematics-pose-csv',
-        action='append',
-        default=[],
-        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
-    )
-    parser.add_argument(
-        '--joint-states-csv',
-        action='append',
-        default=[],
-        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
-    )
-    parser.add_argument(
-        '--tolerance-ms',
-        type=float,
-        default=DEFAULT_TOLERANCE_S * 1e3,
-        help='pose and joint state stamps closer than this are one sample',
-    )
+    add_model_argument(parser)
+    add_recording_arguments(parser, TEST_DATA)
     parser.add_argument(
         '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
     )
@@ -94,17 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
-    if len(args.kinematics_pose_csv) != len(args.joint_states_csv):
-        raise ValueError(
-            f'{len(args.kinematics_pose_csv)} --kinematics-pose-csv but '
-            f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
-        )
-    pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
-    if args.data is None and not pairs:
-        pairs = find_recordings([shipped(TEST_DATA)])
-    elif args.data:
-        pairs += find_recordings(args.data)
-    return load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
+    return recordings_from_args(args, chain, TEST_DATA)
 
 
 def evaluate(args: argparse.Namespace) -> dict:

@@ -21,6 +21,7 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.metrics import wrapped_difference
 from iknet_core.networks import IKNetwork
 from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_train.cli import add_model_argument
 from iknet_train.synthetic import synthetic_samples
 
 INPUT_NAMES = ['poses']
@@ -55,12 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        '--model',
-        type=Path,
-        default=None,
-        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
-    )
+    add_model_argument(parser)
     parser.add_argument(
         '--output', type=Path, default=None, help='ONNX file (default: the model path, .onnx)'
     )

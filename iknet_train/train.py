@@ -26,13 +26,11 @@ from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model
 from iknet_core.predict import DEVICES, resolve_device
-from iknet_core.resources import TRAIN_DATA, shipped
+from iknet_core.resources import TRAIN_DATA
+from iknet_train.cli import add_recording_arguments, recordings_from_args
 from iknet_train.data import (
-    DEFAULT_TOLERANCE_S,
     Recording,
     drop_repeats,
-    find_recordings,
-    load_recordings,
     time_block_split,
 )
 from iknet_train.losses import LOSSES
@@ -66,6 +64,12 @@ TRAIN_DEFAULTS = {
 DEFAULT_SYNTHETIC = 400_000
 
 
+def per_model(name: str) -> str:
+    """' (default: iknet X, reference Y)' for a flag whose default depends on --model."""
+    values = ', '.join(f'{model} {getattr(d, name)}' for model, d in TRAIN_DEFAULTS.items())
+    return f' (default: {values})'
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows defaults, except for flags whose default depends on --model (None here)."""
 
@@ -80,25 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog='iknet-train', description=__doc__, formatter_class=HelpFormatter
     )
     data = parser.add_argument_group('data')
-    data.add_argument(
-        '--data',
-        nargs='*',
-        default=None,
-        help='recording directories or globs (default: the shipped dataset/train); '
-        'give --data without a value to train on synthetic samples only',
-    )
-    data.add_argument(
-        '--kinematics-pose-csv',
-        action='append',
-        default=[],
-        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
-    )
-    data.add_argument(
-        '--joint-states-csv',
-        action='append',
-        default=[],
-        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
-    )
+    add_recording_arguments(data, TRAIN_DATA, allow_none=True)
     data.add_argument(
         '--synthetic',
         type=int,
@@ -120,12 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help='recordings go to train or validation in whole blocks of this many seconds',
     )
-    data.add_argument(
-        '--tolerance-ms',
-        type=float,
-        default=DEFAULT_TOLERANCE_S * 1e3,
-        help='pose and joint state stamps closer than this are one sample',
-    )
     fit = parser.add_argument_group('model and optimisation')
     fit.add_argument(
         '--model', choices=sorted(MODELS), default=DEFAULT_MODEL_TYPE, help='architecture'
@@ -135,20 +115,25 @@ def build_parser() -> argparse.ArgumentParser:
         default='{}',
         help='JSON overrides of the model config, e.g. \'{"width": 128}\'',
     )
-    fit.add_argument('--epochs', type=int, default=None, help='most epochs (per-model default)')
-    fit.add_argument('--batch-size', type=int, default=None, help='batch size (per-model default)')
-    fit.add_argument('--lr', type=float, default=None, help='(peak) Adam lr (per-model default)')
+    fit.add_argument('--epochs', type=int, default=None, help='most epochs' + per_model('epochs'))
+    fit.add_argument(
+        '--batch-size', type=int, default=None, help='batch size' + per_model('batch_size')
+    )
+    fit.add_argument(
+        '--lr', type=float, default=None, help='(peak) Adam learning rate' + per_model('lr')
+    )
     fit.add_argument(
         '--schedule',
         choices=('onecycle', 'constant'),
         default=None,
-        help='learning-rate schedule (per-model default)',
+        help='learning-rate schedule' + per_model('schedule'),
     )
     fit.add_argument(
         '--patience',
         type=int,
         default=None,
-        help='early stop after this many checks without a better validation loss',
+        help='early stop after this many checks without a better validation loss'
+        + per_model('patience'),
     )
     fit.add_argument('--seed', type=int, default=0, help='seeds torch, numpy and Python')
     fit.add_argument('--device', choices=DEVICES, default='auto', help='where to train')
@@ -188,19 +173,8 @@ def seed_everything(seed: int) -> None:
 
 
 def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
-    """Recordings from the CSV flags and --data (default: shipped dataset/train)."""
-    if len(args.kinematics_pose_csv) != len(args.joint_states_csv):
-        raise ValueError(
-            f'{len(args.kinematics_pose_csv)} --kinematics-pose-csv but '
-            f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
-        )
-    pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
-    if args.data is None and not pairs:
-        pairs = find_recordings([shipped(TRAIN_DATA)])
-    elif args.data:
-        pairs += find_recordings(args.data)
-    recordings = load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
-    return [drop_repeats(recording) for recording in recordings]
+    """Recordings from the CSV flags and --data, rest rows left out."""
+    return [drop_repeats(r) for r in recordings_from_args(args, chain, TRAIN_DATA)]
 
 
 def split_data(
