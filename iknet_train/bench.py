@@ -30,13 +30,12 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors, summary, within_mm
 from iknet_core.predict import DEVICES
-from iknet_core.resources import DEFAULT_MODEL, TEST_DATA
+from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import BACKENDS, NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
-from iknet_train.data import DEFAULT_TOLERANCE_S
-from iknet_train.evaluate import test_recordings
+from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
 
 ALL_SOLVERS = SOLVER_NAMES + PEER_NAMES
@@ -64,36 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f'solvers to run, of {", ".join(ALL_SOLVERS)}; peer libraries that are not '
         'installed are skipped with a note',
     )
-    parser.add_argument(
-        '--data',
-        nargs='+',
-        default=None,
-        help=f'recording directories or globs (default: the shipped {TEST_DATA})',
-    )
-    parser.add_argument(
-        '--kinematics-pose-csv',
-        action='append',
-        default=[],
-        help='a kinematics_pose.csv; repeat, paired in order with --joint-states-csv',
-    )
-    parser.add_argument(
-        '--joint-states-csv',
-        action='append',
-        default=[],
-        help='a joint_states.csv; repeat, paired in order with --kinematics-pose-csv',
-    )
-    parser.add_argument(
-        '--tolerance-ms',
-        type=float,
-        default=DEFAULT_TOLERANCE_S * 1e3,
-        help='pose and joint state stamps closer than this are one sample',
-    )
-    parser.add_argument(
-        '--model',
-        type=Path,
-        default=None,
-        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
-    )
+    add_recording_arguments(parser, TEST_DATA)
+    add_model_argument(parser)
     parser.add_argument('--device', choices=DEVICES, default='auto', help='where the network runs')
     parser.add_argument(
         '--backend', choices=BACKENDS, default='compiled', help='how the network runs'
@@ -182,7 +153,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     if 'analytic' in names and chain != OMX_CHAIN:
         raise ValueError(f'the analytic solver is the OM-X closed form; the model is {chain.name}')
 
-    recordings = test_recordings(args, chain)
+    recordings = recordings_from_args(args, chain, TEST_DATA)
     poses = np.concatenate([r.poses for r in recordings])
     recorded = np.concatenate([r.joints for r in recordings])
     if args.max_poses is not None and args.max_poses < len(poses):
