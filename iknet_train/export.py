@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_argument(parser)
     parser.add_argument(
-        '--output', type=Path, default=None, help='ONNX file (default: the model path, .onnx)'
+        '--output',
+        type=Path,
+        default=None,
+        help='ONNX file (default: the model name with .onnx, or .fp16.onnx, here)',
     )
     parser.add_argument('--fp16', action='store_true', help='network weights in half precision')
     parser.add_argument('--opset', type=int, default=17, help='ONNX opset version')
@@ -95,7 +98,7 @@ def export(
 ) -> tuple[Path, float]:
     """Writes the ONNX file; returns it and the max |onnxruntime - torch| difference (rad)."""
     model_path = model_path or shipped(DEFAULT_MODEL)
-    output = output or model_path.with_suffix('.fp16.onnx' if fp16 else '.onnx')
+    output = output or Path(model_path.stem + ('.fp16.onnx' if fp16 else '.onnx'))
     checkpoint = load_checkpoint(model_path)
     wrapper = ExportedNetwork(checkpoint.model, fp16).eval()
     poses, _ = synthetic_samples(checkpoint.chain, max(check_samples, 2), seed)

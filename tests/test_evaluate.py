@@ -12,6 +12,7 @@ import torch
 from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.networks import build_model
+from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
 from iknet_train.evaluate import main, reference_loss
 from iknet_train.synthetic import synthetic_samples, write_recording
 
@@ -76,3 +77,20 @@ def test_a_broken_model_file_fails_with_a_message(files, tmp_path: Path, capsys)
     bad.write_bytes(b'nope')
     assert main(['--model', str(bad), '--data', str(recording), '--plots', '']) == 1
     assert 'not a readable iknet checkpoint' in capsys.readouterr().err
+
+
+def test_shipped_model_meets_its_targets_on_the_shipped_test_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`iknet-test` with no flags, as the README shows it."""
+    try:
+        shipped(DEFAULT_MODEL), shipped(TEST_DATA)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    monkeypatch.chdir(tmp_path)
+    assert main(['--timing-queries', '50']) == 0
+
+    report = json.loads((tmp_path / 'iknet_test.json').read_text())
+    assert report['position_error_mm']['median'] <= 1.0
+    assert report['position_error_mm']['p95'] <= 5.0
+    assert (tmp_path / 'iknet_test_plots' / 'error_histogram.png').is_file()

@@ -14,6 +14,7 @@ from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.metrics import wrapped_difference
 from iknet_core.networks import build_model
+from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.export import export, main
 from iknet_train.synthetic import synthetic_samples
 
@@ -62,3 +63,17 @@ def test_cli_prints_the_difference_and_fp16_is_close(
         expected = load_checkpoint(model_path).model(torch.from_numpy(poses)).numpy()
     assert hypotheses.dtype == np.float32
     assert np.abs(wrapped_difference(hypotheses.astype(np.float64), expected)).max() < 0.01
+
+
+def test_default_exports_the_shipped_model_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    try:
+        shipped(DEFAULT_MODEL)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    monkeypatch.chdir(tmp_path)
+    assert main([]) == 0
+    assert (tmp_path / 'omx_iknet.onnx').is_file()
+    difference = float(capsys.readouterr().out.split('difference ')[1].split()[0])
+    assert difference < 1e-4
