@@ -152,7 +152,7 @@ class MultiHypothesisConfig:
     """Residual MLP with K heads; each joint as (cos, sin) so joint1 beyond pi is no jump."""
 
     n_joints: int = 4
-    width: int = 256
+    width: int = 128
     n_blocks: int = 3
     n_hypotheses: int = 4
     tool_frame_features: bool = True
