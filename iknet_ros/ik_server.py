@@ -30,6 +30,8 @@ from iknet_ros.requests import RequestError, Target, check_path_time, check_seed
 
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+# The default service queue keeps 10 requests: a burst from many callers would lose the rest.
+request_queue_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class IKServer(Node):
@@ -49,7 +51,11 @@ class IKServer(Node):
             self.config.command_timeout,
         )
         self.create_service(
-            SolveIK, '~/solve_ik', self.solve_ik, callback_group=MutuallyExclusiveCallbackGroup()
+            SolveIK,
+            '~/solve_ik',
+            self.solve_ik,
+            qos_profile=request_queue_qos,
+            callback_group=MutuallyExclusiveCallbackGroup(),
         )
         self.create_service(
             SetKinematicsPose,

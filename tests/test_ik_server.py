@@ -1,7 +1,7 @@
 """The IK server as a real process beside the simulated OM-X, called over DDS (loopback)."""
 
 import math
-import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,7 +9,6 @@ import pytest
 from conftest import executable
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
-from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
@@ -18,6 +17,7 @@ from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.resources import TEST_DATA, shipped
 
+CLIENT = Path(__file__).parent / 'nodes' / 'solve_client.py'
 POSITION_TOLERANCE = 1e-6  # m, the shipped config
 
 
@@ -104,11 +104,15 @@ def test_goal_task_space_path_moves_the_simulated_arm(ros, solve_client):
     request = SetKinematicsPose.Request(planning_group='arm', path_time=1.0)
     request.kinematics_pose.pose = solve_request(target).target.pose
     assert ros.call(mover, request, timeout_s=20.0).is_planned
-    ros.spin_until(lambda: False, 1.6)
-    reached = poses[-1].pose.position
+
+    def error() -> float:
+        reached = poses[-1].pose.position
+        return float(np.linalg.norm(np.array([reached.x, reached.y, reached.z]) - target[:3]))
+
+    # path_time is 1 s; allow a loaded machine some slack before judging where the arm ended.
     # The simulator quantizes joints to 4096 ticks: ~0.4 mm of tip motion per tick.
-    error = np.linalg.norm(np.array([reached.x, reached.y, reached.z]) - target[:3])
-    assert error < 2e-3
+    ros.spin_until(lambda: error() < 2e-3, 6.0)
+    assert error() < 2e-3
 
 
 BAD_REQUESTS = {
@@ -155,30 +159,14 @@ def test_bad_requests_fail_with_a_reason_and_never_move_the_arm(ros, solve_clien
     assert ros.call(solve_client, solve_request(good)).success  # still answering
 
 
-def test_eight_concurrent_clients_200_requests_each(ros, server):
-    node = ros.node('crowd')
-    clients = [node.create_client(SolveIK, '/ik_server/solve_ik') for _ in range(8)]
+def test_eight_concurrent_clients_200_requests_each(processes, server, tmp_path):
+    """Eight client processes at once, each sending 200 requests one after the other."""
+    poses_file = tmp_path / 'poses.csv'
+    np.savetxt(poses_file, test_poses(200), delimiter=',')
+    logs = [tmp_path / f'client_{index}.log' for index in range(8)]
+    clients = [processes.python(CLIENT, poses_file, log=log) for log in logs]
     for client in clients:
-        assert client.wait_for_service(timeout_sec=60.0)
-    poses = test_poses(200)
-    futures = [
-        (pose, client.call_async(solve_request(pose, refine=True)))
-        for client in clients
-        for pose in poses
-    ]
-    executor = MultiThreadedExecutor(num_threads=4, context=ros.context)
-    ros.executor.remove_node(node)
-    executor.add_node(node)
-    deadline = time.monotonic() + 120.0
-    try:
-        while not all(f.done() for _, f in futures) and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.1)
-    finally:
-        executor.remove_node(node)
-        executor.shutdown()
-        ros.executor.add_node(node)
-    assert all(f.done() for _, f in futures), 'requests lost'
-    for pose, future in futures:
-        response = future.result()
-        assert response.success, response.message
-        assert_errors_match_fk(response, pose)
+        client.wait(timeout=300)
+    outputs = [log.read_text() for log in logs]
+    assert [client.returncode for client in clients] == [0] * 8, outputs
+    assert all('answered 200' in output for output in outputs), outputs
