@@ -39,7 +39,8 @@ class LegacyCommander:
     def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
-        if not self._client.service_is_ready():
+        # A controller started together with the server may still be in discovery.
+        if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return False, f'arm controller service {self._client.srv_name} is not available'
         request = self._request_type(path_time=float(path_time))
         request.joint_position.joint_name = list(names)

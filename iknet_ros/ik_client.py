@@ -42,6 +42,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=True,
         help='refine the network guess numerically',
     )
+    parser.add_argument(
+        '--solver',
+        default='',
+        help="analytic | network | network+refine | refine-from-zero; '' = the server's default",
+    )
     parser.add_argument('--move', action='store_true', help='send the arm to the best solution')
     parser.add_argument('--path-time', type=float, default=4.0, help='duration of the move (s)')
     parser.add_argument('--server', default='/ik_server', help='name of the IK server node')
@@ -81,7 +86,7 @@ def call(node: Node, client, request, timeout_s: float):
 def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     from iknet.srv import SolveIK
 
-    request = SolveIK.Request(max_solutions=args.solutions, refine=args.refine)
+    request = SolveIK.Request(max_solutions=args.solutions, refine=args.refine, solver=args.solver)
     request.target.header.frame_id = args.frame
     position = request.target.pose.position
     position.x, position.y, position.z = args.x, args.y, args.z

@@ -99,10 +99,15 @@ class IKServer(Node):
         return solvers
 
     def solve(
-        self, target: Target, seed: np.ndarray | None, max_solutions: int, refine: bool
+        self,
+        target: Target,
+        seed: np.ndarray | None,
+        max_solutions: int,
+        refine: bool,
+        solver_name: str = '',
     ) -> tuple[Solutions, str, float]:
         """Solutions for a checked target, the solver used and the compute time (s)."""
-        solver_name = self.get_parameter('solver').value
+        solver_name = solver_name or self.get_parameter('solver').value
         if refine and solver_name == 'network':
             solver_name = 'network+refine'
         started = time.perf_counter()
@@ -122,12 +127,16 @@ class IKServer(Node):
                 self.config.base_frame,
             )
             seed = check_seed(request.seed.name, request.seed.position, self.config.joint_names)
+            if request.solver and request.solver not in self.solvers:
+                raise RequestError(
+                    f'solver {request.solver!r} is not available; one of {sorted(self.solvers)}'
+                )
         except RequestError as error:
             response.success = False
             response.message = str(error)
             return response
         solutions, solver_name, seconds = self.solve(
-            target, seed, max(1, request.max_solutions), request.refine
+            target, seed, max(1, request.max_solutions), request.refine, request.solver
         )
         response.solutions = [
             JointState(name=list(self.config.joint_names), position=[float(v) for v in q])

@@ -41,3 +41,10 @@ def test_bad_arguments_are_refused_before_any_call(ros_env):
     result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--qx', '0')
     assert result.returncode == 2
     assert 'give --qx --qy --qz --qw (all four) or --pitch' in result.stderr
+
+
+def test_analytic_solver_is_chosen_per_request(server, ros_env):
+    result = run_client(ros_env, '--x', '0.2', '--y', '0.0', '--z', '0.1', '--pitch', '0.5',
+                        '--solver', 'analytic')  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'success: analytic:' in result.stdout

@@ -57,6 +57,7 @@ def test_solve_ik_service_fields():
         'seed': 'sensor_msgs/JointState',
         'max_solutions': 'uint32',
         'refine': 'boolean',
+        'solver': 'string',
     }
     response_fields = SolveIK.Response.get_fields_and_field_types()
     assert response_fields['solutions'] == 'sequence<sensor_msgs/JointState>'
