@@ -67,6 +67,8 @@ def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
     assert checkpoint.training['command'].startswith('iknet-train --data')
 
 
+# A resumed run starts on an epoch boundary, before any validation has reported.
+@pytest.mark.filterwarnings('ignore:val/loss is not in observation')
 def test_resume_continues_where_the_snapshot_left_off(recording: Path, tmp_path: Path) -> None:
     flags = ('--schedule', 'constant', '--lr', '0.003', '--model-config', SMALL)
     straight, interrupted = tmp_path / 'straight', tmp_path / 'interrupted'
