@@ -290,7 +290,7 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
                 ]
             ),
             extensions.PlotReport(
-                ['train/loss', 'val/loss'], 'epoch', filename='loss.png', yscale='log'
+                ['train/loss', 'val/loss'], 'epoch', filename='loss.png', postprocess=log_scale
             ),
             extensions.observe_lr(optimizer),
             extensions.snapshot(filename='snapshot', n_retains=1),
@@ -350,6 +350,11 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         best.value,
     )
     return path
+
+
+def log_scale(figure, axes, summary) -> None:
+    """The loss falls by orders of magnitude: only a log axis shows its late progress."""
+    axes.set_yscale('log')
 
 
 def report(prefix: str, result: tuple[torch.Tensor, dict[str, torch.Tensor]]) -> None:
