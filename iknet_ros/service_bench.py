@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             installed('ik_server'),
             '--ros-args',
             '-p', f'solver:={args.solver}',
-            '-p', f'model_path:={args.model}',
             '-p', 'command_interface:=none',
             '-p', 'device:=cpu',
+            *(['-p', f'model_path:={args.model}'] if args.model else []),
         ],
     ]  # fmt: skip
     processes = [

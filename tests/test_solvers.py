@@ -123,13 +123,13 @@ def test_ranking_prefers_tolerance_then_limits_then_the_seed():
     # Without a seed: smallest error first.
     free = POLICY.select(joints[[1, 2, 3]], position_errors[[1, 2, 3]], zero[:3], max_solutions=4)
     assert np.array_equal(free.joints, joints[[3, 2, 1]])
-    # Nothing meets the tolerance: inside the limits, smallest error first (the nearest
-    # compromise), whatever the seed; no solution is dropped.
+    # Nothing meets the tolerance: smallest error first (the nearest compromise, even outside
+    # the limits), whatever the seed; no solution is dropped.
     misses = np.array([0.3, 0.01, 0.1, 0.2])
     for seed in (None, joints[0]):
         failed = POLICY.select(joints, misses, zero, seed=seed, max_solutions=4)
         assert not failed.success
-        assert np.array_equal(failed.joints, joints[[2, 3, 0, 1]])
+        assert np.array_equal(failed.joints, joints[[1, 2, 3, 0]])
 
 
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():

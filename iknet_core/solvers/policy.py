@@ -223,8 +223,11 @@ def _rank(
             flags[count, 1] = meets
             keys[count, 0] = 0.0 if reachable else 1.0
             keys[count, 1] = 0.0 if meets else 1.0
-            keys[count, 2] = 0.0 if inside else 1.0
-            keys[count, 3] = math.sqrt(distance) if near else error
+            # Among solutions that meet the tolerance the limits come first; among misses the
+            # nearest pose does (the network's best guess, the nearest reachable compromise).
+            keys[count, 2] = (0.0 if inside else 1.0) if meets else error
+            outside = 0.0 if inside else 1.0
+            keys[count, 3] = math.sqrt(distance) if near else (error if meets else outside)
             keys[count, 4] = math.sqrt(travel) if near else error
             keys[count, 5] = error
             count += 1
