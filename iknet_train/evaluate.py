@@ -130,7 +130,11 @@ def timing(predictor: IKPredictor, poses: np.ndarray, n_queries: int) -> dict[st
         predictor.solve(pose[None])
         durations.append(time.perf_counter() - started)
     batch = np.resize(poses, (max(len(poses), 10000), 7))
-    predictor.solve(batch)
+    # torch's CPU kernels for a new batch shape take a while to come up to speed after single
+    # queries: warm up for half a second before the clock runs.
+    started = time.perf_counter()
+    while time.perf_counter() - started < 0.5:
+        predictor.solve(batch)
     runs, started = 0, time.perf_counter()
     while runs < 3 or time.perf_counter() - started < 1.0:
         predictor.solve(batch)
