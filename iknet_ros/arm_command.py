@@ -45,11 +45,16 @@ class LegacyCommander:
         request = self._request_type(path_time=float(path_time))
         request.joint_position.joint_name = list(names)
         request.joint_position.position = [float(p) for p in positions]
-        answered = threading.Event()
-        future = self._client.call_async(request)
-        future.add_done_callback(lambda _: answered.set())
-        if not answered.wait(self._timeout_s):
-            future.cancel()
+        # DDS can lose the answer to a client the controller has just discovered; resending the
+        # same joint goal is harmless, so try twice before reporting failure.
+        for _attempt in range(2):
+            answered = threading.Event()
+            future = self._client.call_async(request)
+            future.add_done_callback(lambda _, event=answered: event.set())
+            if answered.wait(self._timeout_s):
+                break
+            self._client.remove_pending_request(future)
+        else:
             return False, f'{self._client.srv_name} did not answer within {self._timeout_s} s'
         if not future.result().is_planned:
             return False, f'{self._client.srv_name} refused the goal'
