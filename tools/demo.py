@@ -145,12 +145,22 @@ def main() -> int:
     step('1/4 model')
     model = shipped(DEFAULT_MODEL)
     if args.train:
-        run(['iknet-train', '--out', str(out / 'train')])
-        model = out / 'train' / 'model.pt'
+        model = out / 'model.pt'
+        run(
+            [
+                'iknet-train',
+                '--out',
+                str(out / 'train'),
+                '--save-model',
+                str(model),
+                '--no-progress',
+            ]
+        )
     print(f'model: {model}')
 
     step('2/4 test on the shipped test recording (FK of the prediction against the pose)')
-    run(['iknet-test', '--model', str(model), '--json', str(out / 'test.json')])
+    run(['iknet-test', '--model', str(model), '--json', str(out / 'test.json'),
+         '--plots', str(out / 'plots')])  # fmt: skip
 
     step('3/4 simulated OM-X controller + IK server (real processes over DDS)')
     nodes = Nodes(out)
