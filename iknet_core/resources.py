@@ -32,3 +32,15 @@ def shipped(relative: Path | str) -> Path:
             return path
     searched = ', '.join(str(root / relative) for root in share_directories())
     raise FileNotFoundError(f'{relative} is not installed; looked in: {searched}')
+
+
+def installed_executable(name: str) -> Path:
+    """The `ros2 run iknet NAME` program (lib/iknet/NAME under an ament prefix)."""
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        path = Path(prefix) / 'lib' / PACKAGE / name
+        if prefix and path.is_file():
+            return path
+    raise FileNotFoundError(
+        f'iknet executable {name!r} is not installed; build with colcon and source the install '
+        '(or run `make test` once and `. ./env.sh`)'
+    )

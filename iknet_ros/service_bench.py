@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -25,7 +24,7 @@ from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
-from iknet_core.resources import TEST_DATA, shipped
+from iknet_core.resources import TEST_DATA, installed_executable, shipped
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
 
@@ -61,14 +60,6 @@ def serve_trivial() -> int:
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
-
-
-def installed(name: str) -> str:
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        path = Path(prefix) / 'lib' / 'iknet' / name
-        if prefix and path.is_file():
-            return str(path)
-    raise SystemExit(f'{name} is not installed (colcon build, then source the install)')
 
 
 def requests_from_test_data(count: int) -> list[SolveIK.Request]:
@@ -144,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = [
         [sys.executable, '-m', 'iknet_ros.service_bench', '--trivial-server'],
         [
-            installed('ik_server'),
+            str(installed_executable('ik_server')),
             '--ros-args',
             '-p', f'solver:={args.solver}',
             '-p', 'command_interface:=none',

@@ -16,15 +16,6 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def executable(name: str) -> Path:
-    """The installed `ros2 run iknet NAME` executable (install/lib/iknet/NAME after the build)."""
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        path = Path(prefix) / 'lib' / 'iknet' / name
-        if prefix and path.is_file():
-            return path
-    raise FileNotFoundError(f'iknet executable {name!r} not found; run `make test`, source env.sh')
-
-
 @pytest.fixture(scope='module')
 def ros_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     """Environment for this module's DDS participants: loopback discovery, its own domain."""

@@ -8,7 +8,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import ProcessGroup, executable
+from conftest import ProcessGroup
+
+from iknet_core.resources import installed_executable as executable
 
 
 def ros_args(**params: object) -> list[str]:

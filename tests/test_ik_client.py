@@ -3,7 +3,8 @@
 import subprocess
 
 import pytest
-from conftest import executable
+
+from iknet_core.resources import installed_executable as executable
 
 
 @pytest.fixture

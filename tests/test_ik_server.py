@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import executable
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from sensor_msgs.msg import JointState
@@ -16,6 +15,7 @@ from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.resources import TEST_DATA, shipped
+from iknet_core.resources import installed_executable as executable
 
 CLIENT = Path(__file__).parent / 'nodes' / 'solve_client.py'
 POSITION_TOLERANCE = 1e-6  # m, the shipped config

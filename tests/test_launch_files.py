@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO_ROOT, executable
+from conftest import REPO_ROOT
+
+from iknet_core.resources import installed_executable as executable
 
 LAUNCH_FILES = sorted((REPO_ROOT / 'launch').glob('*.xml'))
 SUBSTITUTION = re.compile(r'\$\((\S+)\s*([^)]*)\)')

@@ -6,7 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import REPO_ROOT, executable
+from conftest import REPO_ROOT
+
+from iknet_core.resources import installed_executable as executable
 
 
 def entry_points() -> dict[str, str]:

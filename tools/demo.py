@@ -20,7 +20,7 @@ from rclpy.executors import SingleThreadedExecutor
 
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
-from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
+from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,14 +32,6 @@ def step(text: str) -> None:
 def run(command: list[str]) -> None:
     print('$', ' '.join(command), flush=True)
     subprocess.run(command, check=True)
-
-
-def installed(name: str) -> str:
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        path = Path(prefix) / 'lib' / 'iknet' / name
-        if prefix and path.is_file():
-            return str(path)
-    raise SystemExit(f'{name} is not installed: run `make demo` (it builds first)')
 
 
 def demo_targets(count: int) -> np.ndarray:
@@ -59,7 +51,7 @@ class Nodes:
 
     def start(self, name: str, *args: str) -> None:
         log = open(self.out / f'{name}.log', 'w')  # noqa: SIM115 - closed with the process
-        command = [installed(name), '--ros-args', *args]
+        command = [str(installed_executable(name)), '--ros-args', *args]
         print('$', ' '.join(command), f'> {log.name}', flush=True)
         self.processes.append(
             subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
