@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import rclpy
+from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -117,15 +118,16 @@ class IKServer(Node):
             )
         return solutions, solver_name, time.perf_counter() - started
 
+    def check_pose(self, pose: Pose, frame_id: str) -> Target:
+        """A geometry_msgs/Pose target checked by the request rules; RequestError otherwise."""
+        p, o = pose.position, pose.orientation
+        return check_target(
+            [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], frame_id, self.config.base_frame
+        )
+
     def solve_ik(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         try:
-            pose = request.target.pose
-            target = check_target(
-                [pose.position.x, pose.position.y, pose.position.z],
-                [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w],
-                request.target.header.frame_id,
-                self.config.base_frame,
-            )
+            target = self.check_pose(request.target.pose, request.target.header.frame_id)
             seed = check_seed(request.seed.name, request.seed.position, self.config.joint_names)
             if request.solver and request.solver not in self.solvers:
                 raise RequestError(
@@ -155,16 +157,11 @@ class IKServer(Node):
         self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
     ) -> SetKinematicsPose.Response:
         response.is_planned = False
-        kinematics_pose = request.kinematics_pose
-        pose = kinematics_pose.pose
         # ROBOTIS's own KinematicsPose has no header; a widely used fork adds one.
-        header = getattr(kinematics_pose, 'header', None)
+        header = getattr(request.kinematics_pose, 'header', None)
         try:
-            target = check_target(
-                [pose.position.x, pose.position.y, pose.position.z],
-                [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w],
-                header.frame_id if header is not None else '',
-                self.config.base_frame,
+            target = self.check_pose(
+                request.kinematics_pose.pose, header.frame_id if header is not None else ''
             )
             path_time = check_path_time(request.path_time)
             current = dict(self._latest_joints)

@@ -8,11 +8,10 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from iknet_core.predict import DEVICES
 from iknet_core.solvers.factory import SOLVER_NAMES as SOLVERS
 from iknet_core.solvers.network import BACKENDS
 from iknet_ros.arm_command import COMMAND_INTERFACES
-
-DEVICES = ('auto', 'cpu', 'cuda')
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,6 @@ import argparse
 import os
 import random
 import re
-import signal
-import subprocess
 import sys
 import time
 
@@ -25,6 +23,7 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
+from iknet_ros.processes import ProcessGroup
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
 
@@ -143,19 +142,10 @@ def main(argv: list[str] | None = None) -> int:
             *(['-p', f'model_path:={args.model}'] if args.model else []),
         ],
     ]  # fmt: skip
-    processes = [
-        subprocess.Popen(c, stdout=subprocess.DEVNULL, start_new_session=True) for c in commands
-    ]
-    try:
+    with ProcessGroup() as servers:
+        for command in commands:
+            servers.start(*command)
         result = measure(args)
-    finally:
-        for process in processes:
-            os.killpg(process.pid, signal.SIGINT)
-        for process in processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
     trivial, served, compute = result['trivial'], result['ik_server'], result['compute']
     print(f'SolveIK round trips, {len(served)} requests each, solver {args.solver}:')
     for name, values in (('trivial service', trivial), ('ik_server', served)):

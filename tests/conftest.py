@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from iknet_ros.processes import ProcessGroup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,41 +30,6 @@ def ros_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-
-
-class ProcessGroup:
-    """Starts node processes and always ends them: SIGINT, then SIGKILL after a grace period."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.processes: list[subprocess.Popen] = []
-
-    def start(self, *command: str | Path, log: Path | None = None) -> subprocess.Popen:
-        output = open(log, 'w') if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(
-            [str(part) for part in command],
-            env=self.env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.processes.append(process)
-        return process
-
-    def python(self, *args: str | Path, log: Path | None = None) -> subprocess.Popen:
-        return self.start(sys.executable, *args, log=log)
-
-    def stop_all(self, grace_s: float = 5.0) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGINT)
-        deadline = time.monotonic() + grace_s
-        for process in self.processes:
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
 
 
 @pytest.fixture

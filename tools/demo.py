@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from rclpy.executors import SingleThreadedExecutor
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
+from iknet_ros.processes import ProcessGroup
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,32 +40,6 @@ def demo_targets(count: int) -> np.ndarray:
 
     poses = pd.read_csv(shipped(TEST_DATA) / KINEMATICS_POSE_FILE)[list(POSE_COLUMNS)]
     return poses.to_numpy()[np.linspace(0, len(poses) - 1, count + 2).astype(int)[1:-1]]
-
-
-class Nodes:
-    """The simulator and the IK server as processes, always ended at exit."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.processes: list[subprocess.Popen] = []
-
-    def start(self, name: str, *args: str) -> None:
-        log = open(self.out / f'{name}.log', 'w')  # noqa: SIM115 - closed with the process
-        command = [str(installed_executable(name)), '--ros-args', *args]
-        print('$', ' '.join(command), f'> {log.name}', flush=True)
-        self.processes.append(
-            subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        )
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGINT)
-        for process in self.processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
 
 
 def wait(executor: SingleThreadedExecutor, done, timeout_s: float) -> bool:
@@ -155,14 +129,13 @@ def main() -> int:
          '--plots', str(out / 'plots')])  # fmt: skip
 
     step('3/4 simulated OM-X controller + IK server (real processes over DDS)')
-    nodes = Nodes(out)
-    try:
-        nodes.start('omx_sim')
-        nodes.start('ik_server', '-p', f'model_path:={model}')
+    with ProcessGroup() as nodes:
+        for name, *ros_args in (('omx_sim',), ('ik_server', '-p', f'model_path:={model}')):
+            command = [installed_executable(name), '--ros-args', *ros_args]
+            print('$', *command, f'> {out / name}.log', flush=True)
+            nodes.start(*command, log=out / f'{name}.log')
         step(f'4/4 {args.poses} poses from the test recording through /ik_server')
         drive_arm(demo_targets(args.poses), args.path_time)
-    finally:
-        nodes.stop()
     return 0
 
 

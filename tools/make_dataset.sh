@@ -3,15 +3,9 @@
 # the iknet recorder. dataset/train: 305 s, seed 1; dataset/test: 65 s, seed 7.
 # Usage: bash tools/make_dataset.sh [OUTPUT_DIR (default: dataset)]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-bash tools/setup.sh
-set +u  # the colcon setup scripts read unset variables
 # shellcheck disable=SC1091
-. ./env.sh
-set -u
-# Keep DDS on this machine, in a domain of its own (tests use 1..101) so nothing else mixes in.
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+. "$(dirname "${BASH_SOURCE[0]}")/enter_env.sh"
+# A domain of its own (tests use 1..101) so nothing else mixes in.
 export ROS_DOMAIN_ID=${IKNET_DATASET_DOMAIN_ID:-142}
 out=$(realpath -m "${1:-dataset}")
 bin=install/lib/iknet
