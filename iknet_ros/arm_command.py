@@ -1,22 +1,27 @@
 """Ways to send joint goals to the arm: the legacy ROBOTIS service, a ros2_control trajectory
-topic, or nowhere. Each reports whether the goal was accepted, with a reason when it was not."""
+topic, or nowhere. Each reports whether the goal was accepted, with a reason when it was not.
+
+`command` is a coroutine: the server's single executor thread keeps answering IK requests while
+a move waits for the controller.
+"""
 
 from __future__ import annotations
 
-import threading
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
 from builtin_interfaces.msg import Duration
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 COMMAND_INTERFACES = ('legacy', 'trajectory', 'none')
 
 
 class ArmCommander(Protocol):
-    def command(
+    async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         """Send a joint goal reached after path_time (s); (accepted, reason)."""
@@ -29,29 +34,30 @@ class LegacyCommander:
     def __init__(self, node: Node, service: str, timeout_s: float) -> None:
         from open_manipulator_msgs.srv import SetJointPosition
 
+        self._node = node
         self._request_type = SetJointPosition.Request
-        # Reentrant: the answer must be processed while the calling service callback waits.
-        self._client = node.create_client(
-            SetJointPosition, service, callback_group=ReentrantCallbackGroup()
-        )
+        # Not the node's default group: a waiting move holds that, and the answer must get through.
+        self._group = ReentrantCallbackGroup()
+        self._client = node.create_client(SetJointPosition, service, callback_group=self._group)
         self._timeout_s = timeout_s
 
-    def command(
+    async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         # A controller started together with the server may still be in discovery.
-        if not self._client.wait_for_service(timeout_sec=self._timeout_s):
-            return False, f'arm controller service {self._client.srv_name} is not available'
+        deadline = time.monotonic() + self._timeout_s
+        while not self._client.service_is_ready():
+            if time.monotonic() > deadline:
+                return False, f'arm controller service {self._client.srv_name} is not available'
+            await first_done(self._node, self._group, None, 0.1)
         request = self._request_type(path_time=float(path_time))
         request.joint_position.joint_name = list(names)
         request.joint_position.position = [float(p) for p in positions]
         # DDS can lose the answer to a client the controller has just discovered; resending the
         # same joint goal is harmless, so try twice before reporting failure.
         for _attempt in range(2):
-            answered = threading.Event()
             future = self._client.call_async(request)
-            future.add_done_callback(lambda _, event=answered: event.set())
-            if answered.wait(self._timeout_s):
+            if await first_done(self._node, self._group, future, self._timeout_s):
                 break
             self._client.remove_pending_request(future)
         else:
@@ -61,13 +67,37 @@ class LegacyCommander:
         return True, f'sent to {self._client.srv_name}'
 
 
+async def first_done(
+    node: Node, group: CallbackGroup, future: Future | None, timeout_s: float
+) -> bool:
+    """Wait in a coroutine callback for future, or timeout_s; True if the future is done.
+
+    A one-shot timer in `group` ends the wait, so the executor thread stays free meanwhile. With
+    no future this is a sleep.
+    """
+    woken = Future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    timer = node.create_timer(timeout_s, wake, callback_group=group)
+    if future is not None:
+        future.add_done_callback(wake)
+    try:
+        await woken
+    finally:
+        node.destroy_timer(timer)
+    return future is not None and future.done()
+
+
 class TrajectoryCommander:
     """A one-point JointTrajectory for a ros2_control JointTrajectoryController."""
 
     def __init__(self, node: Node, topic: str) -> None:
         self._publisher = node.create_publisher(JointTrajectory, topic, 10)
 
-    def command(
+    async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         if self._publisher.get_subscription_count() == 0:
@@ -84,7 +114,7 @@ class TrajectoryCommander:
 class NoCommander:
     """Solve only: for dry runs and for arms commanded by something else."""
 
-    def command(
+    async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         return True, 'not sent (command_interface is none)'

@@ -17,6 +17,7 @@ from rclpy.node import Node
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -92,7 +93,7 @@ def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool
     position.x, position.y, position.z = args.x, args.y, args.z
     orientation = request.target.pose.orientation
     orientation.x, orientation.y, orientation.z, orientation.w = quaternion
-    client = node.create_client(SolveIK, f'{args.server}/solve_ik')
+    client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     response = call(node, client, request, args.timeout)
     if response is None:
         return False

@@ -8,15 +8,14 @@ Services (relative to the node name):
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import rclpy
 from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -27,12 +26,11 @@ from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_ros import parameters
 from iknet_ros.arm_command import make_commander
+from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.requests import RequestError, Target, check_path_time, check_seed, check_target
 
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-# The default service queue keeps 10 requests: a burst from many callers would lose the rest.
-request_queue_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class IKServer(Node):
@@ -41,8 +39,6 @@ class IKServer(Node):
         self.config = parameters.declare(self)
         self.add_on_set_parameters_callback(parameters.on_set)
         self.solvers = self.build_solvers()
-        # Solvers hold scratch buffers: one solve at a time, while waits for the arm overlap.
-        self._solve_lock = threading.Lock()
         self._latest_joints: dict[str, float] = {}
         self.commander = make_commander(
             self,
@@ -55,21 +51,17 @@ class IKServer(Node):
             SolveIK,
             '~/solve_ik',
             self.solve_ik,
-            qos_profile=request_queue_qos,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            qos_profile=SERVICE_QUEUE_QOS,
         )
+        # Its own group: a move awaiting the controller must not hold up IK requests.
         self.create_service(
             SetKinematicsPose,
             '~/goal_task_space_path',
             self.goal_task_space_path,
-            callback_group=ReentrantCallbackGroup(),
+            callback_group=MutuallyExclusiveCallbackGroup(),
         )
         self.create_subscription(
-            JointState,
-            self.config.joint_states_topic,
-            self.on_joint_states,
-            latest_state_qos,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            JointState, self.config.joint_states_topic, self.on_joint_states, latest_state_qos
         )
 
     def build_solvers(self) -> dict:
@@ -112,10 +104,9 @@ class IKServer(Node):
         if refine and solver_name == 'network':
             solver_name = 'network+refine'
         started = time.perf_counter()
-        with self._solve_lock:
-            solutions = self.solvers[solver_name].solve(
-                target.position, target.rotation, seed=seed, max_solutions=max_solutions
-            )
+        solutions = self.solvers[solver_name].solve(
+            target.position, target.rotation, seed=seed, max_solutions=max_solutions
+        )
         return solutions, solver_name, time.perf_counter() - started
 
     def check_pose(self, pose: Pose, frame_id: str) -> Target:
@@ -153,7 +144,7 @@ class IKServer(Node):
         response.message = f'{solver_name}: {describe(solutions)} in {seconds * 1e6:.0f} us'
         return response
 
-    def goal_task_space_path(
+    async def goal_task_space_path(
         self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
     ) -> SetKinematicsPose.Response:
         response.is_planned = False
@@ -177,7 +168,7 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
-        accepted, reason = self.commander.command(
+        accepted, reason = await self.commander.command(
             self.config.joint_names, solutions.joints[0], path_time
         )
         if not accepted:
@@ -217,8 +208,9 @@ def main(args: list[str] | None = None) -> int:
         rclpy.logging.get_logger('ik_server').fatal(str(error))
         rclpy.try_shutdown()
         return 1
-    # Threads let a move wait for the arm controller while other requests are answered.
-    executor = MultiThreadedExecutor(num_threads=4)
+    # One thread: solvers keep scratch buffers, and rclpy's multi-threaded executor would more
+    # than double a request's round trip. Moves await the controller as coroutines instead.
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         executor.spin()

@@ -39,19 +39,20 @@ def check_target(
             f'target frame {frame_id!r} is not the base frame {base_frame!r}; '
             'transform the pose first'
         )
-    position = np.asarray(position, dtype=np.float64)
-    quaternion = np.asarray(quaternion, dtype=np.float64)
-    if not np.all(np.isfinite(position)):
-        raise RequestError(f'target position {position.tolist()} is not finite')
-    if not np.all(np.isfinite(quaternion)):
-        raise RequestError(f'target orientation {quaternion.tolist()} is not finite')
-    norm = float(np.linalg.norm(quaternion))
+    # Plain floats: a request holds one pose, and numpy's per-call cost would dominate its checks.
+    position = [float(v) for v in position]
+    quaternion = [float(v) for v in quaternion]
+    if not all(map(math.isfinite, position)):
+        raise RequestError(f'target position {position} is not finite')
+    if not all(map(math.isfinite, quaternion)):
+        raise RequestError(f'target orientation {quaternion} is not finite')
+    norm = math.sqrt(sum(v * v for v in quaternion))
     if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
         raise RequestError(
             f'target orientation has norm {norm:.6g}; a unit quaternion (x, y, z, w) is needed'
         )
-    quaternion = quaternion / norm
-    return Target(position, matrix_from_quaternion(quaternion), quaternion)
+    unit = np.array(quaternion) / norm
+    return Target(np.array(position), matrix_from_quaternion(unit), unit)
 
 
 def check_seed(

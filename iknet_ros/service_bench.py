@@ -24,6 +24,7 @@ from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
 from iknet_ros.processes import ProcessGroup
+from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
 
@@ -33,7 +34,7 @@ class TrivialSolveIK(Node):
 
     def __init__(self) -> None:
         super().__init__('trivial_solve_ik')
-        self.create_service(SolveIK, '~/solve_ik', self.answer)
+        self.create_service(SolveIK, '~/solve_ik', self.answer, qos_profile=SERVICE_QUEUE_QOS)
 
     def answer(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         response.success = True
@@ -90,8 +91,12 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     clients = {
-        'trivial': node.create_client(SolveIK, '/trivial_solve_ik/solve_ik'),
-        'ik_server': node.create_client(SolveIK, '/ik_server/solve_ik'),
+        'trivial': node.create_client(
+            SolveIK, '/trivial_solve_ik/solve_ik', qos_profile=SERVICE_QUEUE_QOS
+        ),
+        'ik_server': node.create_client(
+            SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS
+        ),
     }
     try:
         for name, client in clients.items():

@@ -21,6 +21,7 @@ from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
 from iknet_ros.processes import ProcessGroup
+from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,7 +66,7 @@ def drive_arm(targets: np.ndarray, path_time: float) -> None:
     executor.add_node(node)
     latest: list[KinematicsPose] = []
     node.create_subscription(KinematicsPose, '/kinematics_pose', latest.append, 10)
-    solve = node.create_client(SolveIK, '/ik_server/solve_ik')
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     move = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
     header = (
         f'{"target x, y, z (mm)":>24} | {"joints (rad)":>34} | {"arm reached (mm)":>24} | err mm'
