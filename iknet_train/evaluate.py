@@ -1,7 +1,7 @@
 """`iknet-test` / `ros2 run iknet test`: how far from the target the arm ends up, in mm.
 
-Runs a trained model on recorded poses, measures the end-effector error of FK(prediction) against
-each recorded pose, and writes a table, a JSON report and plots.
+Runs a trained model (or another solver: --solver) on recorded poses, measures the end-effector
+error of FK(prediction) against each recorded pose, and writes a table, a JSON report and plots.
 """
 
 from __future__ import annotations
@@ -11,15 +11,18 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
 from iknet_core.predict import DEVICES, IKPredictor
 from iknet_core.resources import TEST_DATA
+from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
+from iknet_core.solvers.network import NetworkProposer
 from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
 from iknet_train.data import Recording
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
@@ -51,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         '--timing-queries', type=int, default=1000, help='single queries timed for time_per_query'
     )
     parser.add_argument('--device', choices=DEVICES, default='auto', help='where to run the model')
+    parser.add_argument(
+        '--solver',
+        choices=SOLVER_NAMES,
+        default='network',
+        help='what answers: the trained network alone, refined, or the closed form (no model)',
+    )
     return parser
 
 
@@ -72,38 +81,73 @@ def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test recordings; writes the JSON and plots."""
-    predictor = IKPredictor(args.model, device=args.device)
-    recordings = test_recordings(args, predictor.chain)
+    about, chain, solve = method_under_test(args)
+    recordings = test_recordings(args, chain)
     poses = np.concatenate([r.poses for r in recordings])
     joints = np.concatenate([r.joints for r in recordings])
-    predicted = predictor.solve(poses)
+    predicted = solve(poses)
 
     report = {
-        'model': str(predictor.model_path),
-        'model_type': predictor.model_type,
-        'n_hypotheses': predictor.n_hypotheses,
-        'device': str(predictor.device),
+        **about,
         'data': {
             'recordings': [r.source for r in recordings],
             'dropped_poses': sum(r.dropped_poses for r in recordings),
             'dropped_joint_states': sum(r.dropped_joint_states for r in recordings),
         },
-        **accuracy_report(predictor.chain, predicted, poses, joints),
+        **accuracy_report(chain, predicted, poses, joints),
         'reference_loss': reference_loss(predicted, joints, args.batch_size),
-        **timing(predictor, poses, args.timing_queries),
+        **timing(solve, poses, args.timing_queries),
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
     if args.plots:
         plots = Path(args.plots)
-        position_error, _ = pose_errors(predictor.chain, predicted, poses)
+        position_error, _ = pose_errors(chain, predicted, poses)
         plots.mkdir(parents=True, exist_ok=True)
         plot_error_histogram(plots / 'error_histogram.png', position_error)
         plot_workspace_error(plots / 'workspace_error.png', poses, position_error)
         plot_worst_cases(
-            plots / 'worst_cases.png', predictor.chain, poses, joints, predicted, position_error
+            plots / 'worst_cases.png', chain, poses, joints, predicted, position_error
         )
     return report
+
+
+PoseSolver = Callable[[np.ndarray], np.ndarray]  # poses (B, 7) -> joints (B, n) rad
+
+
+def method_under_test(args: argparse.Namespace) -> tuple[dict, Chain, PoseSolver]:
+    """What --solver measures: its report header, its chain, and poses -> best joints.
+
+    `network` is the model alone on --device, as training sees it; the other solvers are the
+    server's backends, so their figures are what ik_server answers.
+    """
+    if args.solver == 'network':
+        predictor = IKPredictor(args.model, device=args.device)
+        about = {
+            'solver': args.solver,
+            'model': str(predictor.model_path),
+            'model_type': predictor.model_type,
+            'n_hypotheses': predictor.n_hypotheses,
+            'device': str(predictor.device),
+        }
+        return about, predictor.chain, predictor.solve
+    solver = build_solver(args.solver, args.model, args.device)
+    about = {'solver': args.solver, 'model': None, 'model_type': None, 'n_hypotheses': None}
+    about['device'] = None
+    proposer = getattr(solver, 'proposer', None)
+    if isinstance(proposer, NetworkProposer):  # the network seeds it: which one, where
+        about |= {
+            'model': str(proposer.model_path),
+            'model_type': proposer.model_type,
+            'n_hypotheses': int(proposer.model.n_hypotheses),
+            'device': str(proposer.device),
+        }
+
+    def solve(poses: np.ndarray) -> np.ndarray:
+        rotations = matrix_from_quaternion(poses[:, 3:])
+        return solver.solve_batch(poses[:, :3], rotations)[0]
+
+    return about, solver.chain, solve
 
 
 def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -> float:
@@ -119,25 +163,25 @@ def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -
     return float(np.mean(losses))
 
 
-def timing(predictor: IKPredictor, poses: np.ndarray, n_queries: int) -> dict[str, float]:
+def timing(solve: PoseSolver, poses: np.ndarray, n_queries: int) -> dict[str, float]:
     """Median time of one single-pose query (us) and batched throughput (queries/s)."""
     single = poses[np.arange(max(1, n_queries)) % len(poses)]
     for pose in single[:20]:  # warm-up
-        predictor.solve(pose[None])
+        solve(pose[None])
     durations = []
     for pose in single:
         started = time.perf_counter()
-        predictor.solve(pose[None])
+        solve(pose[None])
         durations.append(time.perf_counter() - started)
     batch = np.resize(poses, (max(len(poses), 10000), 7))
     # torch's CPU kernels for a new batch shape take a while to come up to speed after single
     # queries: warm up for half a second before the clock runs.
     started = time.perf_counter()
     while time.perf_counter() - started < 0.5:
-        predictor.solve(batch)
+        solve(batch)
     runs, started = 0, time.perf_counter()
     while runs < 3 or time.perf_counter() - started < 1.0:
-        predictor.solve(batch)
+        solve(batch)
         runs += 1
     elapsed = time.perf_counter() - started
     return {
@@ -149,9 +193,13 @@ def timing(predictor: IKPredictor, poses: np.ndarray, n_queries: int) -> dict[st
 def format_table(report: dict) -> str:
     """The report as a plain-text table for the terminal."""
     keys = ('mean', 'median', 'p95', 'p99', 'max')
+    model = (
+        f' with {report["model"]} ({report["model_type"]}, {report["n_hypotheses"]} hypotheses)'
+        if report['model']
+        else ''
+    )
     lines = [
-        f'{report["model"]} ({report["model_type"]}, {report["n_hypotheses"]} hypotheses) '
-        f'on {report["n_samples"]} samples',
+        f'solver {report["solver"]}{model} on {report["n_samples"]} samples',
         f'{"":24}' + ''.join(f'{k:>10}' for k in keys),
     ]
     for label, key in (

@@ -94,3 +94,22 @@ def test_shipped_model_meets_its_targets_on_the_shipped_test_set(
     assert report['position_error_mm']['median'] <= 1.0
     assert report['position_error_mm']['p95'] <= 5.0
     assert (tmp_path / 'iknet_test_plots' / 'error_histogram.png').is_file()
+
+
+def test_solver_flag_measures_the_server_backends(files, tmp_path: Path, capsys) -> None:
+    model, recording = files
+    reports = {}
+    for solver in ('analytic', 'network+refine', 'network'):
+        path = tmp_path / f'{solver}.json'
+        argv = ['--model', str(model), '--data', str(recording), '--json', str(path),
+                '--plots', '', '--timing-queries', '5', '--solver', solver]  # fmt: skip
+        assert main(argv) == 0
+        reports[solver] = json.loads(path.read_text())
+        assert reports[solver]['solver'] == solver
+    assert 'solver analytic on 300 samples' in capsys.readouterr().out
+    assert reports['analytic']['model'] is None
+    assert reports['analytic']['position_error_mm']['max'] < 1e-6
+    assert reports['network+refine']['model'] == str(model)
+    # The untrained test model is a poor guess; refinement takes it to the target.
+    refined, alone = reports['network+refine'], reports['network']
+    assert refined['position_error_mm']['median'] < 1e-3 < alone['position_error_mm']['median']

@@ -172,3 +172,33 @@ def test_eight_concurrent_clients_200_requests_each(processes, server, tmp_path)
     outputs = [log.read_text() for log in logs]
     assert [client.returncode for client in clients] == [0] * 8, outputs
     assert all('answered 200, resent 0' in output for output in outputs), outputs
+
+
+def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, ros, tmp_path):
+    """No controller at all: the move waits command_timeout, IK requests are answered meanwhile."""
+    processes.start(
+        executable('ik_server'),
+        '--ros-args',
+        '-p', 'device:=cpu',
+        '-p', 'command_timeout:=4.0',
+        '-p', 'goal_joint_space_path_service:=/nobody/goal_joint_space_path',
+        log=tmp_path / 'server.log',
+    )  # fmt: skip
+    node = ros.node('impatient')
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    assert solve.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    pose = test_poses(5)[1]
+    goal = SetKinematicsPose.Request(path_time=1.0)
+    goal.kinematics_pose.pose = solve_request(pose).target.pose
+    assert mover.wait_for_service(timeout_sec=10.0)
+    moving = mover.call_async(goal)
+    answered_while_moving = 0
+    for pose in test_poses(20):
+        response = ros.call(solve, solve_request(pose))
+        assert response.success, response.message
+        answered_while_moving += not moving.done()
+    assert answered_while_moving == 20
+    assert ros.spin_until(moving.done, 15.0)
+    assert not moving.result().is_planned
+    assert 'nobody/goal_joint_space_path is not available' in (tmp_path / 'server.log').read_text()

@@ -46,7 +46,7 @@ class AnalyticSolver:
         joints = self.ik.branches(position[None], rotation[None])[0]
         count = len(joints)
         position_errors, orientation_errors = self.compiled.pose_errors(
-            joints, np.tile(position, (count, 1)), np.tile(rotation, (count, 1, 1))
+            joints, np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0)
         )
         return self.policy.select(joints, position_errors, orientation_errors, seed, max_solutions)
 

@@ -40,7 +40,7 @@ class RefinedSolver:
             hypotheses = np.concatenate([seed[None], hypotheses])
         count = len(hypotheses)
         refined = self.refiner.refine(
-            np.tile(position, (count, 1)), np.tile(rotation, (count, 1, 1)), hypotheses
+            np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0), hypotheses
         )
         return self.policy.select(
             refined.joints,
