@@ -202,3 +202,30 @@ def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, 
     assert ros.spin_until(moving.done, 15.0)
     assert not moving.result().is_planned
     assert 'nobody/goal_joint_space_path is not available' in (tmp_path / 'server.log').read_text()
+
+
+def fill_message(message, values: dict):
+    """What `ros2 service call` does with its YAML argument (rosidl_runtime_py is not on PyPI)."""
+    for name, value in values.items():
+        assert hasattr(message, name), f'{type(message).__name__} has no field {name!r}'
+        if isinstance(value, dict):
+            fill_message(getattr(message, name), value)
+        else:
+            setattr(message, name, value)
+    return message
+
+
+def test_the_readme_service_call_is_answered(ros, solve_client):
+    import shlex
+
+    import yaml
+
+    readme = (Path(__file__).parent.parent / 'README.md').read_text()
+    start = readme.index('ros2 service call /ik_server/solve_ik')
+    command = shlex.split(readme[start : readme.index('```', start)].replace('\\\n', ' '))
+    assert command[3:5] == ['/ik_server/solve_ik', 'iknet/srv/SolveIK'], command
+    request = fill_message(SolveIK.Request(), yaml.safe_load(command[5]))
+    response = ros.call(solve_client, request)
+    assert response.success, response.message
+    assert 1 <= len(response.solutions) <= request.max_solutions
+    assert response.solutions[0].name == OMX_CHAIN.joint_names
