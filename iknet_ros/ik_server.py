@@ -68,7 +68,10 @@ class IKServer(Node):
         """Every solver the `solver` parameter can pick, sharing one loaded network."""
         config = self.config
         tolerance = Tolerance(config.position_tolerance, config.orientation_tolerance)
-        solvers = {'analytic': build_solver('analytic', tolerance=tolerance)}
+        weight = config.orientation_weight
+        solvers = {
+            'analytic': build_solver('analytic', tolerance=tolerance, orientation_weight=weight)
+        }
         if config.solver != 'analytic':
             proposer = NetworkProposer(config.model_path or None, config.device, config.backend)
             self.get_logger().info(f'loaded {proposer.describe()}')
@@ -78,6 +81,7 @@ class IKServer(Node):
                     tolerance=tolerance,
                     max_iterations=config.refine_iterations,
                     proposer=proposer,
+                    orientation_weight=weight,
                 )
             if proposer.chain.joint_names != list(config.joint_names):
                 raise ValueError(

@@ -25,6 +25,7 @@ class ServerConfig:
     refine_iterations: int = 30
     position_tolerance: float = 1e-6
     orientation_tolerance: float = 1e-5
+    orientation_weight: float = 0.1
     command_interface: str = 'legacy'
     goal_joint_space_path_service: str = '/goal_joint_space_path'
     joint_trajectory_topic: str = '/arm_controller/joint_trajectory'
@@ -42,6 +43,10 @@ DESCRIPTIONS = {
     'refine_iterations': 'most Levenberg-Marquardt iterations per refinement',
     'position_tolerance': 'success threshold on FK position error (m)',
     'orientation_tolerance': 'success threshold on FK orientation error (rad)',
+    'orientation_weight': (
+        'm/rad: what a radian of orientation error costs against a metre of position error '
+        'when refining and ranking; decides where unreachable targets end'
+    ),
     'command_interface': f'how goal_task_space_path moves the arm: one of {COMMAND_INTERFACES}',
     'goal_joint_space_path_service': 'SetJointPosition service of the legacy controller',
     'joint_trajectory_topic': 'JointTrajectory topic of a ros2_control arm controller',
@@ -65,6 +70,8 @@ def check_value(name: str, value) -> str | None:
     positive = ('position_tolerance', 'orientation_tolerance', 'command_timeout')
     if name in positive and not value > 0.0:
         return f'{name} must be positive, got {value}'
+    if name == 'orientation_weight' and not value >= 0.0:
+        return f'orientation_weight must be >= 0 m/rad, got {value}'
     if name == 'refine_iterations' and value < 1:
         return f'refine_iterations must be at least 1, got {value}'
     if name == 'joint_names' and (not value or len(set(value)) != len(value)):

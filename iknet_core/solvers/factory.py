@@ -24,18 +24,22 @@ def build_solver(
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     max_iterations: int = 100,
     proposer: NetworkProposer | None = None,
+    orientation_weight: float = 0.1,
 ) -> Solver:
-    """A solver by name; `proposer` shares one loaded network between several solvers."""
+    """A solver by name; `proposer` shares one loaded network between several solvers.
+
+    orientation_weight (m/rad): what a radian of orientation error costs against a metre of
+    position error, in refinement and in ranking; it decides where unreachable targets end.
+    """
     if name not in SOLVER_NAMES:
         raise ValueError(f'solver must be one of {SOLVER_NAMES}, got {name!r}')
     if name == 'analytic':
-        return AnalyticSolver(OMX_CHAIN, tolerance)
+        return AnalyticSolver(OMX_CHAIN, tolerance, orientation_weight)
     if name == 'refine-from-zero':
-        refiner = Refiner(OMX_CHAIN, tolerance, max_iterations=max_iterations)
+        refiner = Refiner(OMX_CHAIN, tolerance, orientation_weight, max_iterations)
         return RefinedSolver(constant_proposer([0.0] * OMX_CHAIN.n_joints), refiner, name)
     proposer = proposer or NetworkProposer(model_path, device, backend)
     # The network alone: its hypotheses ranked by FK error, no iterations.
     iterations = max_iterations if name == 'network+refine' else 0
-    return RefinedSolver(
-        proposer, Refiner(proposer.chain, tolerance, max_iterations=iterations), name
-    )
+    refiner = Refiner(proposer.chain, tolerance, orientation_weight, iterations)
+    return RefinedSolver(proposer, refiner, name)
