@@ -229,3 +229,33 @@ def test_the_readme_service_call_is_answered(ros, solve_client):
     assert response.success, response.message
     assert 1 <= len(response.solutions) <= request.max_solutions
     assert response.solutions[0].name == OMX_CHAIN.joint_names
+
+
+def test_trajectory_interface_publishes_the_solution(processes, ros, tmp_path):
+    """command_interface trajectory: one JointTrajectory point, reached after path_time."""
+    from trajectory_msgs.msg import JointTrajectory
+
+    processes.start(
+        executable('ik_server'),
+        '--ros-args', '-p', 'device:=cpu', '-p', 'command_interface:=trajectory',
+        log=tmp_path / 'server.log',
+    )  # fmt: skip
+    node = ros.node('arm_controller')
+    received: list[JointTrajectory] = []
+    node.create_subscription(
+        JointTrajectory, '/arm_controller/joint_trajectory', received.append, 10
+    )
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    assert mover.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    target = test_poses(9)[4]
+    goal = SetKinematicsPose.Request(path_time=2.5)
+    goal.kinematics_pose.pose = solve_request(target).target.pose
+    # The server's publisher may not have matched this subscription yet: retry until it has.
+    assert ros.spin_until(lambda: ros.call(mover, goal).is_planned, 20.0)
+    assert ros.spin_until(lambda: bool(received), 5.0)
+    trajectory = received[-1]
+    assert trajectory.joint_names == OMX_CHAIN.joint_names
+    (point,) = trajectory.points
+    assert (point.time_from_start.sec, point.time_from_start.nanosec) == (2, 500_000_000)
+    position, _ = forward_kinematics(OMX_CHAIN, np.array(point.positions))
+    assert np.linalg.norm(position - target[:3]) < POSITION_TOLERANCE
