@@ -7,16 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from model_helpers import tiny_model_and_recording
 
-from iknet_core.checkpoint import save_checkpoint
-from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.networks import build_model
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
 from iknet_core.solvers.factory import SOLVER_NAMES
 from iknet_train import peers
 from iknet_train.bench import main, single_query_us, timed_batches
-from iknet_train.synthetic import synthetic_samples, write_recording
 
 SUMMARY_KEYS = {'mean', 'median', 'p95', 'p99', 'max'}
 RESULT_KEYS = {
@@ -38,12 +34,7 @@ FAST = ['--single-queries', '20', '--batch-seconds', '0']
 @pytest.fixture(scope='module')
 def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A tiny untrained model and a recording of 300 reachable poses (FK of the joints)."""
-    root = tmp_path_factory.mktemp('bench')
-    poses, joints = synthetic_samples(OMX_CHAIN, 300, seed=4)
-    write_recording(root / 'rec', 10**18 + 10_000_000 * np.arange(300), joints, OMX_CHAIN)
-    model = build_model('iknet', {'width': 32, 'n_blocks': 1})
-    model.fit_normalization(torch.as_tensor(poses, dtype=torch.float32))
-    return save_checkpoint(root / 'model.pt', model, 'iknet', OMX_CHAIN), root / 'rec'
+    return tiny_model_and_recording(tmp_path_factory.mktemp('bench'), seed=4)
 
 
 @pytest.fixture

@@ -7,26 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from model_helpers import tiny_model_and_recording
 
-from iknet_core.checkpoint import save_checkpoint
-from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.networks import build_model
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
 from iknet_train.evaluate import main, reference_loss
-from iknet_train.synthetic import synthetic_samples, write_recording
 
 SUMMARY_KEYS = {'mean', 'median', 'p95', 'p99', 'max'}
 
 
 @pytest.fixture(scope='module')
 def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp('evaluate')
-    poses, joints = synthetic_samples(OMX_CHAIN, 300, seed=9)
-    write_recording(root / 'rec', 10**18 + 10_000_000 * np.arange(300), joints, OMX_CHAIN)
-    model = build_model('iknet', {'width': 32, 'n_blocks': 1})
-    model.fit_normalization(torch.as_tensor(poses, dtype=torch.float32))
-    return save_checkpoint(root / 'model.pt', model, 'iknet', OMX_CHAIN), root / 'rec'
+    return tiny_model_and_recording(tmp_path_factory.mktemp('evaluate'), seed=9)
 
 
 def test_writes_json_with_the_agreed_keys_and_plots(files, tmp_path: Path, capsys) -> None:
