@@ -115,6 +115,19 @@ def evaluate(args: argparse.Namespace) -> dict:
 PoseSolver = Callable[[np.ndarray], np.ndarray]  # poses (B, 7) -> joints (B, n) rad
 
 
+def loaded_model(loaded: IKPredictor | NetworkProposer | None) -> dict:
+    """The report's model fields for a checkpoint loaded by the predictor or a solver; all None
+    for a solver without a network (analytic, refine-from-zero)."""
+    if loaded is None:
+        return {'model': None, 'model_type': None, 'n_hypotheses': None, 'device': None}
+    return {
+        'model': str(loaded.model_path),
+        'model_type': loaded.model_type,
+        'n_hypotheses': int(loaded.model.n_hypotheses),
+        'device': str(loaded.device),
+    }
+
+
 def method_under_test(args: argparse.Namespace) -> tuple[dict, Chain, PoseSolver]:
     """What --solver measures: its report header, its chain, and poses -> best joints.
 
@@ -123,25 +136,11 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Chain, PoseSolver
     """
     if args.solver == 'network':
         predictor = IKPredictor(args.model, device=args.device)
-        about = {
-            'solver': args.solver,
-            'model': str(predictor.model_path),
-            'model_type': predictor.model_type,
-            'n_hypotheses': predictor.n_hypotheses,
-            'device': str(predictor.device),
-        }
-        return about, predictor.chain, predictor.solve
+        return {'solver': args.solver, **loaded_model(predictor)}, predictor.chain, predictor.solve
     solver = build_solver(args.solver, args.model, args.device)
-    about = {'solver': args.solver, 'model': None, 'model_type': None, 'n_hypotheses': None}
-    about['device'] = None
     proposer = getattr(solver, 'proposer', None)
-    if isinstance(proposer, NetworkProposer):  # the network seeds it: which one, where
-        about |= {
-            'model': str(proposer.model_path),
-            'model_type': proposer.model_type,
-            'n_hypotheses': int(proposer.model.n_hypotheses),
-            'device': str(proposer.device),
-        }
+    network = proposer if isinstance(proposer, NetworkProposer) else None
+    about = {'solver': args.solver, **loaded_model(network)}
 
     def solve(poses: np.ndarray) -> np.ndarray:
         rotations = matrix_from_quaternion(poses[:, 3:])
