@@ -12,12 +12,14 @@ import sys
 
 import numpy as np
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_ros.qos import SERVICE_QUEUE_QOS
+from iknet_ros.service_calls import call_with_resend
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -71,17 +73,19 @@ def target_quaternion(args: argparse.Namespace) -> list[float]:
     return [float(v) for v in quaternion_from_matrix(rotation)]
 
 
-def call(node: Node, client, request, timeout_s: float):
+def call(node: Node, client, request, timeout_s: float, resend_after_s: float):
     """The service's response, or None after printing why there was none."""
-    if not client.wait_for_service(timeout_sec=timeout_s):
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        answer = call_with_resend(executor, client, request, timeout_s, resend_after_s)
+    finally:
+        executor.remove_node(node)
+    if not answer.found:
         print(f'error: service {client.srv_name} is not available', file=sys.stderr)
-        return None
-    future = client.call_async(request)
-    rclpy.spin_until_future_complete(node, future, timeout_sec=timeout_s)
-    if not future.done():
+    elif answer.response is None:
         print(f'error: {client.srv_name} did not answer within {timeout_s} s', file=sys.stderr)
-        return None
-    return future.result()
+    return answer.response
 
 
 def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
@@ -94,7 +98,7 @@ def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool
     orientation = request.target.pose.orientation
     orientation.x, orientation.y, orientation.z, orientation.w = quaternion
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    response = call(node, client, request, args.timeout)
+    response = call(node, client, request, args.timeout, resend_after_s=1.0)
     if response is None:
         return False
     print(f'target: position {[args.x, args.y, args.z]} m, quaternion {np.round(quaternion, 6)}')
@@ -124,7 +128,8 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     if hasattr(request.kinematics_pose, 'header'):
         request.kinematics_pose.header.frame_id = args.frame
     client = node.create_client(SetKinematicsPose, f'{args.server}/goal_task_space_path')
-    response = call(node, client, request, args.timeout + args.path_time)
+    # The server answers a move once the controller has taken the goal, well before it ends.
+    response = call(node, client, request, args.timeout + args.path_time, resend_after_s=2.0)
     if response is None:
         return False
     print(

@@ -69,12 +69,17 @@ class RosSession:
             self.executor.spin_once(timeout_sec=0.05)
         return done()
 
-    def call(self, client, request, timeout_s: float = 10.0):
-        """Call a service and return its response; fails the test if it does not answer."""
-        assert client.wait_for_service(timeout_sec=timeout_s), f'{client.srv_name} not available'
-        future = client.call_async(request)
-        assert self.spin_until(future.done, timeout_s), f'{client.srv_name}: no answer'
-        return future.result()
+    def call(self, client, request, timeout_s: float = 15.0):
+        """Call a service and return its response; fails the test if it does not answer.
+
+        Resends a late request, as every client in the project does (iknet_ros/service_calls.py).
+        """
+        from iknet_ros.service_calls import call_with_resend
+
+        answer = call_with_resend(self.executor, client, request, timeout_s)
+        assert answer.found, f'{client.srv_name} not available'
+        assert answer.response is not None, f'{client.srv_name}: no answer'
+        return answer.response
 
     def close(self) -> None:
         import rclpy

@@ -171,7 +171,8 @@ def test_eight_concurrent_clients_200_requests_each(processes, server, tmp_path)
         client.wait(timeout=300)
     outputs = [log.read_text() for log in logs]
     assert [client.returncode for client in clients] == [0] * 8, outputs
-    assert all('answered 200, resent 0' in output for output in outputs), outputs
+    # Lost first answers are discovery (service_calls.py); later ones would be the queue depth.
+    assert all('answered 200, resent 0 after the first' in output for output in outputs), outputs
 
 
 def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, ros, tmp_path):
@@ -191,7 +192,9 @@ def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, 
     pose = test_poses(5)[1]
     goal = SetKinematicsPose.Request(path_time=1.0)
     goal.kinematics_pose.pose = solve_request(pose).target.pose
-    assert mover.wait_for_service(timeout_sec=10.0)
+    # A refused goal first: once it is answered the server has discovered this client, so the
+    # one call below that cannot be resent is not lost to discovery (service_calls.py).
+    assert not ros.call(mover, SetKinematicsPose.Request(path_time=-1.0)).is_planned
     moving = mover.call_async(goal)
     answered_while_moving = 0
     for pose in test_poses(20):

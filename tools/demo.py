@@ -22,6 +22,7 @@ from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
+from iknet_ros.service_calls import call_with_resend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,12 +52,12 @@ def wait(executor: SingleThreadedExecutor, done, timeout_s: float) -> bool:
 
 
 def call(executor, client, request, timeout_s: float = 20.0):
-    if not client.wait_for_service(timeout_sec=timeout_s):
+    answer = call_with_resend(executor, client, request, timeout_s, resend_after_s=2.0)
+    if not answer.found:
         raise SystemExit(f'{client.srv_name} did not come up; see the logs in runs/demo')
-    future = client.call_async(request)
-    if not wait(executor, future.done, timeout_s):
+    if answer.response is None:
         raise SystemExit(f'{client.srv_name} did not answer')
-    return future.result()
+    return answer.response
 
 
 def drive_arm(targets: np.ndarray, path_time: float) -> None:

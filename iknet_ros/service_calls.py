@@ -1,0 +1,64 @@
+"""Service calls that survive an answer DDS drops while the server is still discovering the client.
+
+`wait_for_service` says the client has matched the server, not that the server has matched the
+client's response reader. Fast DDS gives a server 100 ms to do so, then drops the answer (the
+server logs "failed to send response (timeout)"), so a first call from a busy or new process can
+go unanswered. Every caller in this project therefore sends the request again when its answer is
+late, and takes whichever answer comes first. Only idempotent requests go through here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rclpy.executors import Executor
+from rclpy.task import Future
+
+SPIN_STEP_S = 0.02
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A service's response (None if none came before the timeout) and how often it was resent.
+
+    found is False when the service never appeared, so nothing was sent.
+    """
+
+    response: object | None
+    resent: int
+    found: bool = True
+
+
+def call_with_resend(
+    executor: Executor,
+    client,
+    request,
+    timeout_s: float,
+    resend_after_s: float = 1.0,
+) -> Answer:
+    """Call, resending after resend_after_s and then at doubling intervals, until timeout_s.
+
+    The executor must spin the client's node. Requests still pending at the end are removed
+    from the client, so late answers are not kept.
+    """
+    deadline = time.monotonic() + timeout_s
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        return Answer(None, 0, found=False)
+    pending: list[Future] = []
+    answered: Future | None = None
+    next_send = time.monotonic()
+    wait_s = resend_after_s
+    while answered is None and time.monotonic() < deadline:
+        if time.monotonic() >= next_send:
+            pending.append(client.call_async(request))
+            next_send = time.monotonic() + wait_s
+            wait_s *= 2
+        # A constant timeout: rclpy restarts its wait generator whenever the arguments change,
+        # and a restarted generator serves pending coroutine tasks before any new message.
+        executor.spin_once(timeout_sec=SPIN_STEP_S)
+        answered = next((future for future in pending if future.done()), None)
+    for future in pending:
+        if not future.done():
+            client.remove_pending_request(future)
+    return Answer(answered.result() if answered else None, len(pending) - 1)
