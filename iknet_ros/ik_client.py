@@ -128,8 +128,9 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     if hasattr(request.kinematics_pose, 'header'):
         request.kinematics_pose.header.frame_id = args.frame
     client = node.create_client(SetKinematicsPose, f'{args.server}/goal_task_space_path')
-    # The server answers a move once the controller has taken the goal, well before it ends.
-    response = call(node, client, request, args.timeout + args.path_time, resend_after_s=2.0)
+    # The server answers a move once the controller has taken the goal (the server itself tries
+    # twice, command_timeout 2 s each), well before the move ends: resend only after that.
+    response = call(node, client, request, args.timeout + args.path_time, resend_after_s=5.0)
     if response is None:
         return False
     print(

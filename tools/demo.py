@@ -51,8 +51,8 @@ def wait(executor: SingleThreadedExecutor, done, timeout_s: float) -> bool:
     return done()
 
 
-def call(executor, client, request, timeout_s: float = 20.0):
-    answer = call_with_resend(executor, client, request, timeout_s, resend_after_s=2.0)
+def call(executor, client, request, resend_after_s: float, timeout_s: float = 20.0):
+    answer = call_with_resend(executor, client, request, timeout_s, resend_after_s)
     if not answer.found:
         raise SystemExit(f'{client.srv_name} did not come up; see the logs in runs/demo')
     if answer.response is None:
@@ -79,10 +79,11 @@ def drive_arm(targets: np.ndarray, path_time: float) -> None:
             p, o = request.target.pose.position, request.target.pose.orientation
             p.x, p.y, p.z = pose[:3]
             o.x, o.y, o.z, o.w = pose[3:]
-            answer = call(executor, solve, request)
+            answer = call(executor, solve, request, resend_after_s=1.0)
             goal = SetKinematicsPose.Request(path_time=path_time)
             goal.kinematics_pose.pose = request.target.pose
-            planned = call(executor, move, goal).is_planned
+            # Resent only after the server's own two controller attempts (2 s each).
+            planned = call(executor, move, goal, resend_after_s=5.0).is_planned
             wait(executor, lambda: False, path_time + 0.5)
             reached = latest[-1].pose.position
             reached = np.array([reached.x, reached.y, reached.z])
