@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import sys
 import time
@@ -23,6 +22,7 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
+from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.trivial_server:
         return serve_trivial()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+    os.environ.setdefault('ROS_DOMAIN_ID', str(unused_domain_id(range(101, 201))))
     commands = [
         [sys.executable, '-m', 'iknet_ros.service_bench', '--trivial-server'],
         [

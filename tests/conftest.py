@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope='module')
-def ros_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+def ros_env() -> Iterator[dict[str, str]]:
     """Environment for this module's DDS participants: loopback discovery, its own domain."""
     keys = ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')
     saved = {key: os.environ.get(key) for key in keys}
-    # Distinct modules get distinct domains, so tests running side by side never see each other.
-    domain = 1 + (zlib.crc32(f'{request.module.__name__}{os.getpid()}'.encode()) % 100)
-    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    # A domain nobody on this machine uses, so test runs side by side never see each other.
+    os.environ['ROS_DOMAIN_ID'] = str(unused_domain_id(range(1, 101)))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     yield dict(os.environ)
     for key, value in saved.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from rclpy.executors import SingleThreadedExecutor
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
+from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend
@@ -109,7 +109,7 @@ def main() -> int:
     args = parser.parse_args()
     out = ROOT / 'runs' / 'demo'
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+    os.environ.setdefault('ROS_DOMAIN_ID', str(unused_domain_id(range(101, 201))))
 
     step('1/4 model')
     model = shipped(DEFAULT_MODEL)
