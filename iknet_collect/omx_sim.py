@@ -14,8 +14,6 @@ import rclpy
 from open_manipulator_msgs.msg import KinematicsPose, OpenManipulatorState
 from open_manipulator_msgs.srv import SetActuatorState, SetJointPosition
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -27,6 +25,7 @@ from iknet_collect.legacy_pose import legacy_pose
 from iknet_collect.motion import Trajectory
 from iknet_collect.params import declare
 from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.ros_spin import spin_until_stopped
 
 GRIPPER = 'gripper'
 # ROBOTIS's initial pose of the OM-X (rad).
@@ -199,13 +198,7 @@ def main(args: list[str] | None = None) -> int | None:
     node = None
     try:
         node = OmxSim()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except _rclpy.RCLError:
-        # Ctrl-C can shut the context down while the timer publishes; anything else is a fault.
-        if rclpy.ok():
-            raise
+        spin_until_stopped(lambda: rclpy.spin(node))
     except (ValueError, ParameterException) as error:  # a bad parameter: say which, no traceback
         rclpy.logging.get_logger('omx_sim').error(str(error))
         return 1

@@ -14,7 +14,6 @@ from typing import Any
 import rclpy
 from open_manipulator_msgs.msg import KinematicsPose
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -44,6 +43,7 @@ from iknet_core.csv_schema import (
     joint_states_columns,
 )
 from iknet_core.kinematics.chain import chain_preset
+from iknet_core.ros_spin import spin_until_stopped
 
 POSE_SOURCES = ('topic', 'fk')
 RELIABILITIES = ('reliable', 'best_effort')
@@ -266,10 +266,12 @@ def main(args: list[str] | None = None) -> int | None:
     node = None
     try:
         node = Recorder()
-        while rclpy.ok() and not node.done:
-            rclpy.spin_once(node, timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        if node is not None:
+
+        def record() -> None:
+            while rclpy.ok() and not node.done:
+                rclpy.spin_once(node, timeout_sec=0.1)
+
+        if spin_until_stopped(record) or not node.done:
             node.stop_reason = 'stopped by signal'
     except (RecordingError, ValueError, ParameterException) as error:
         rclpy.logging.get_logger('recorder').error(str(error))

@@ -15,12 +15,13 @@ import rclpy
 from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
+from iknet_core.ros_spin import spin_until_stopped
 from iknet_core.solvers import Solutions, Tolerance
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
@@ -217,9 +218,7 @@ def main(args: list[str] | None = None) -> int:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_stopped(executor.spin)
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -5,7 +5,6 @@ import numpy as np
 import rclpy
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetJointPosition
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -13,6 +12,7 @@ from iknet.srv import SolveIK
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
+from iknet_core.ros_spin import spin_until_stopped
 
 
 class InterfacePeer(Node):
@@ -68,9 +68,7 @@ def main() -> None:
     rclpy.init()
     node = InterfacePeer()
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_stopped(lambda: rclpy.spin(node))
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
