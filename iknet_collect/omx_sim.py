@@ -25,7 +25,7 @@ from iknet_collect.legacy_pose import legacy_pose
 from iknet_collect.motion import Trajectory
 from iknet_collect.params import declare
 from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.ros_spin import spin_until_stopped
+from iknet_core.ros_spin import run_node
 
 GRIPPER = 'gripper'
 # ROBOTIS's initial pose of the OM-X (rad).
@@ -194,18 +194,11 @@ class OmxSim(Node):
 
 
 def main(args: list[str] | None = None) -> int | None:
-    rclpy.init(args=args)
-    node = None
     try:
-        node = OmxSim()
-        spin_until_stopped(lambda: rclpy.spin(node))
+        run_node(OmxSim, args)
     except (ValueError, ParameterException) as error:  # a bad parameter: say which, no traceback
         rclpy.logging.get_logger('omx_sim').error(str(error))
         return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
     return 0
 
 

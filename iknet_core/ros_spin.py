@@ -8,11 +8,12 @@ traceback and exit code 1 from `recorder` on SIGTERM before it had a home here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
 
 
 def spin_until_stopped(spin: Callable[[], None]) -> bool:
@@ -26,3 +27,19 @@ def spin_until_stopped(spin: Callable[[], None]) -> bool:
             raise
         return True
     return False
+
+
+def run_node(make_node: Callable[[], Node], args: Sequence[str] | None = None) -> None:
+    """A plain node's whole main(): init, build, spin until stopped, tear down.
+
+    Errors from building or spinning the node propagate after the tear-down.
+    """
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = make_node()
+        spin_until_stopped(lambda: rclpy.spin(node))
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()

@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
-from iknet_core.ros_spin import spin_until_stopped
+from iknet_core.ros_spin import run_node
 from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
@@ -52,13 +52,7 @@ class TrivialSolveIK(Node):
 
 
 def serve_trivial() -> int:
-    rclpy.init()
-    node = TrivialSolveIK()
-    try:
-        spin_until_stopped(lambda: rclpy.spin(node))
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(TrivialSolveIK)
     return 0
 
 

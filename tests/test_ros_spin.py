@@ -5,7 +5,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-from iknet_core.ros_spin import spin_until_stopped
+from iknet_core.ros_spin import run_node, spin_until_stopped
 
 
 @pytest.fixture
@@ -40,3 +40,12 @@ def test_a_wait_set_fault_on_a_valid_context_is_raised(default_context):
 
     with pytest.raises(_rclpy.RCLError, match='unrelated'):
         spin_until_stopped(spin)
+
+
+def test_run_node_tears_down_when_building_the_node_fails(ros_env):
+    def broken_node():
+        raise ValueError('bad parameter')
+
+    with pytest.raises(ValueError, match='bad parameter'):
+        run_node(broken_node)
+    assert not rclpy.ok()  # the context was shut down on the way out

@@ -2,7 +2,6 @@
 answers SetJointPosition and publishes the FK pose of the last accepted goal as KinematicsPose."""
 
 import numpy as np
-import rclpy
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetJointPosition
 from rclpy.node import Node
@@ -12,7 +11,7 @@ from iknet.srv import SolveIK
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
-from iknet_core.ros_spin import spin_until_stopped
+from iknet_core.ros_spin import run_node
 
 
 class InterfacePeer(Node):
@@ -65,13 +64,7 @@ class InterfacePeer(Node):
 
 
 def main() -> None:
-    rclpy.init()
-    node = InterfacePeer()
-    try:
-        spin_until_stopped(lambda: rclpy.spin(node))
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(InterfacePeer)
 
 
 if __name__ == '__main__':
