@@ -10,12 +10,25 @@ late, and takes whichever answer comes first. Only idempotent requests go throug
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rclpy.executors import Executor
 from rclpy.task import Future
 
-SPIN_STEP_S = 0.02
+SPIN_STEP_S = 0.05
+
+
+def spin_until(executor: Executor, done: Callable[[], bool], timeout_s: float) -> bool:
+    """Spin until done() is true or the timeout passes; returns done().
+
+    The spin step is constant: rclpy restarts its wait generator whenever spin_once's arguments
+    change, and a restarted generator serves pending coroutine tasks before any new message.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=SPIN_STEP_S)
+    return done()
 
 
 @dataclass(frozen=True)
@@ -46,18 +59,16 @@ def call_with_resend(
     if not client.wait_for_service(timeout_sec=timeout_s):
         return Answer(None, 0, found=False)
     pending: list[Future] = []
-    answered: Future | None = None
-    next_send = time.monotonic()
     wait_s = resend_after_s
-    while answered is None and time.monotonic() < deadline:
-        if time.monotonic() >= next_send:
-            pending.append(client.call_async(request))
-            next_send = time.monotonic() + wait_s
-            wait_s *= 2
-        # A constant timeout: rclpy restarts its wait generator whenever the arguments change,
-        # and a restarted generator serves pending coroutine tasks before any new message.
-        executor.spin_once(timeout_sec=SPIN_STEP_S)
-        answered = next((future for future in pending if future.done()), None)
+    while True:
+        pending.append(client.call_async(request))
+        remaining_s = deadline - time.monotonic()
+        if spin_until(executor, lambda: any(f.done() for f in pending), min(wait_s, remaining_s)):
+            break
+        if wait_s >= remaining_s:
+            break
+        wait_s *= 2
+    answered = next((future for future in pending if future.done()), None)
     for future in pending:
         if not future.done():
             client.remove_pending_request(future)

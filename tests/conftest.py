@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
+from iknet_ros.service_calls import spin_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,10 +63,7 @@ class RosSession:
 
     def spin_until(self, done: Callable[[], bool], timeout_s: float = 10.0) -> bool:
         """Spin until done() is true or the timeout passes; returns done()."""
-        deadline = time.monotonic() + timeout_s
-        while not done() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-        return done()
+        return spin_until(self.executor, done, timeout_s)
 
     def call(self, client, request, timeout_s: float = 15.0):
         """Call a service and return its response; fails the test if it does not answer.

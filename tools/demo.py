@@ -7,7 +7,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable,
 from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.service_calls import call_with_resend
+from iknet_ros.service_calls import call_with_resend, spin_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,13 +41,6 @@ def demo_targets(count: int) -> np.ndarray:
 
     poses = pd.read_csv(shipped(TEST_DATA) / KINEMATICS_POSE_FILE)[list(POSE_COLUMNS)]
     return poses.to_numpy()[np.linspace(0, len(poses) - 1, count + 2).astype(int)[1:-1]]
-
-
-def wait(executor: SingleThreadedExecutor, done, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not done() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    return done()
 
 
 def call(executor, client, request, resend_after_s: float, timeout_s: float = 20.0):
@@ -84,7 +76,7 @@ def drive_arm(targets: np.ndarray, path_time: float) -> None:
             goal.kinematics_pose.pose = request.target.pose
             # Resent only after the server's own two controller attempts (2 s each).
             planned = call(executor, move, goal, resend_after_s=5.0).is_planned
-            wait(executor, lambda: False, path_time + 0.5)
+            spin_until(executor, lambda: False, path_time + 0.5)  # let the arm arrive
             reached = latest[-1].pose.position
             reached = np.array([reached.x, reached.y, reached.z])
             joints = answer.solutions[0].position if answer.solutions else []
