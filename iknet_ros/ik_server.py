@@ -9,22 +9,28 @@ Services (relative to the node name):
 from __future__ import annotations
 
 import time
+import traceback
 
 import numpy as np
 import rclpy
 from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
+from iknet_core.kinematics.chain import OMX_CHAIN
 from iknet_core.ros_spin import spin_until_stopped
-from iknet_core.solvers import Solutions, Tolerance
-from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers import Solutions, SolverSettings, Tolerance
+from iknet_core.solvers.base import Solver
+from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.warm_up import exercise
 from iknet_ros import parameters
 from iknet_ros.arm_command import make_commander
 from iknet_ros.qos import SERVICE_QUEUE_QOS
@@ -38,8 +44,8 @@ class IKServer(Node):
     def __init__(self) -> None:
         super().__init__('ik_server')
         self.config = parameters.declare(self)
-        self.add_on_set_parameters_callback(parameters.on_set)
         self.solvers = self.build_solvers()
+        self.add_on_set_parameters_callback(self.on_set_parameters)
         self._latest_joints: dict[str, float] = {}
         self.commander = make_commander(
             self,
@@ -65,36 +71,62 @@ class IKServer(Node):
             JointState, self.config.joint_states_topic, self.on_joint_states, latest_state_qos
         )
 
-    def build_solvers(self) -> dict:
-        """Every solver the `solver` parameter can pick, sharing one loaded network."""
+    def build_solvers(self) -> dict[str, Solver]:
+        """Every solver the `solver` parameter can pick for this arm, sharing one network.
+
+        A model that cannot be loaded is fatal only when the chosen solver needs it.
+        """
         config = self.config
-        tolerance = Tolerance(config.position_tolerance, config.orientation_tolerance)
-        weight = config.orientation_weight
-        solvers = {
-            'analytic': build_solver('analytic', tolerance=tolerance, orientation_weight=weight)
-        }
-        if config.solver != 'analytic':
-            proposer = NetworkProposer(config.model_path or None, config.device, config.backend)
-            self.get_logger().info(f'loaded {proposer.describe()}')
-            for name in ('network', 'network+refine', 'refine-from-zero'):
-                solvers[name] = build_solver(
-                    name,
-                    tolerance=tolerance,
-                    max_iterations=config.refine_iterations,
-                    proposer=proposer,
-                    orientation_weight=weight,
-                )
-            if proposer.chain.joint_names != list(config.joint_names):
-                raise ValueError(
-                    f'model joints {proposer.chain.joint_names} differ from joint_names '
-                    f'{list(config.joint_names)}'
-                )
-        # The first call of each compiled path loads it; pay that now, not in a request.
+        started = time.monotonic()
+        self.get_logger().info(
+            'preparing the solvers: loading the model and the compiled kernels (a first start '
+            'after an install compiles them, which takes up to a minute on a slow machine)'
+        )
+        network = None
+        try:
+            network = NetworkProposer(config.model_path or None, config.device, config.backend)
+            self.get_logger().info(f'loaded {network.describe()}')
+        except (FileNotFoundError, ValueError) as error:
+            if config.solver in NETWORK_SOLVERS:
+                raise
+            self.get_logger().warning(f'serving without a network: {error}')
+        chain = network.chain if network is not None else OMX_CHAIN
+        if chain.joint_names != list(config.joint_names):
+            raise ValueError(
+                f'chain {chain.name!r} has joints {chain.joint_names}, the joint_names '
+                f'parameter says {list(config.joint_names)}'
+            )
+        settings = SolverSettings(
+            Tolerance(config.position_tolerance, config.orientation_tolerance),
+            config.orientation_weight,
+            config.refine_iterations,
+        )
+        names = available_solvers(chain, network)
+        if config.solver not in names:
+            raise ValueError(
+                f'solver {config.solver!r} is not available for {chain.name}: {names}'
+            )
+        solvers = {name: build_solver(name, chain, network, settings) for name in names}
         for solver in solvers.values():
-            solver.solve(np.array([0.2, 0.0, 0.1]), np.eye(3), seed=np.zeros(4), max_solutions=4)
-            solver.solve(np.array([0.2, 0.0, 0.1]), np.eye(3))
-        self.get_logger().info(f'solver {config.solver}; available: {sorted(solvers)}')
+            exercise(solver)  # loads the compiled code now, not in the first request
+        seconds = time.monotonic() - started
+        self.get_logger().info(
+            f'ready in {seconds:.1f} s: solver {config.solver}; available: {list(solvers)}'
+            + (' (the kernels were compiled and cached for the next start)' if seconds > 5 else '')
+        )
         return solvers
+
+    def on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+        """Refuse, with a reason, values that are invalid or that this server cannot serve."""
+        result = parameters.on_set(changes)
+        for change in changes:
+            if result.successful and change.name == 'solver' and change.value not in self.solvers:
+                result = SetParametersResult(
+                    successful=False,
+                    reason=f'solver {change.value!r} is not available here; one of '
+                    f'{list(self.solvers)}',
+                )
+        return result
 
     def solve(
         self,
@@ -122,6 +154,18 @@ class IKServer(Node):
         )
 
     def solve_ik(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
+        """Answer a SolveIK request; any failure is `success: false` with the reason."""
+        try:
+            return self.answer_solve_ik(request, response)
+        except Exception as error:  # a service callback must never take the node down
+            self.get_logger().error(f'solve_ik failed:\n{traceback.format_exc()}')
+            response = SolveIK.Response(success=False)
+            response.message = f'internal error: {type(error).__name__}: {error}'
+            return response
+
+    def answer_solve_ik(
+        self, request: SolveIK.Request, response: SolveIK.Response
+    ) -> SolveIK.Response:
         try:
             target = self.check_pose(request.target.pose, request.target.header.frame_id)
             seed = check_seed(request.seed.name, request.seed.position, self.config.joint_names)
@@ -152,7 +196,18 @@ class IKServer(Node):
     async def goal_task_space_path(
         self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
     ) -> SetKinematicsPose.Response:
+        """Solve and move; is_planned false on any failure, logged with the reason."""
         response.is_planned = False
+        try:
+            return await self.move_to_pose(request, response)
+        except Exception:  # a service callback must never take the node down
+            self.get_logger().error(f'goal_task_space_path failed:\n{traceback.format_exc()}')
+            response.is_planned = False
+            return response
+
+    async def move_to_pose(
+        self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
+    ) -> SetKinematicsPose.Response:
         # ROBOTIS's own KinematicsPose has no header; a widely used fork adds one.
         header = getattr(request.kinematics_pose, 'header', None)
         try:

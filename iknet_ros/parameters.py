@@ -8,9 +8,10 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from iknet_core.predict import DEVICES
+from iknet_core.device import DEVICES
 from iknet_core.solvers.factory import SOLVER_NAMES as SOLVERS
 from iknet_core.solvers.network import BACKENDS
+from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_ros.arm_command import COMMAND_INTERFACES
 
 
@@ -22,10 +23,10 @@ class ServerConfig:
     solver: str = 'network+refine'
     base_frame: str = 'world'
     joint_names: tuple[str, ...] = ('joint1', 'joint2', 'joint3', 'joint4')
-    refine_iterations: int = 30
-    position_tolerance: float = 1e-6
-    orientation_tolerance: float = 1e-5
-    orientation_weight: float = 0.1
+    refine_iterations: int = DEFAULT_SETTINGS.max_iterations
+    position_tolerance: float = DEFAULT_SETTINGS.tolerance.position
+    orientation_tolerance: float = DEFAULT_SETTINGS.tolerance.orientation
+    orientation_weight: float = DEFAULT_SETTINGS.orientation_weight
     command_interface: str = 'legacy'
     goal_joint_space_path_service: str = '/goal_joint_space_path'
     joint_trajectory_topic: str = '/arm_controller/joint_trajectory'

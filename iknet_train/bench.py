@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import platform
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -26,24 +24,25 @@ matplotlib.use('Agg')  # files only; no display on robots and CI
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iknet_core.device import DEVICES
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors, summary, within_mm
-from iknet_core.predict import DEVICES
 from iknet_core.resources import TEST_DATA
-from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
+from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import BACKENDS, NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
+from iknet_core.solvers.settings import SolverSettings
 from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
+from iknet_train.timing import time_solver
 
 ALL_SOLVERS = SOLVER_NAMES + PEER_NAMES
 DESCRIPTIONS = {
     'analytic': 'OM-X closed form, every branch ranked by the branch policy',
     'refine-from-zero': 'Levenberg-Marquardt refinement from zero joints (no learned seed)',
 }
-WARM_UP_POSES = 32  # over the compiled single-pose batch limit, so every code path is warm
 REPORT_NAMES = ('bench.json', 'bench.md', 'bench.png')
 ERROR_FLOOR_MM = 1e-14  # float64 FK of the OM-X resolves about 1e-13 mm
 
@@ -147,11 +146,9 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     one_thread()
     tolerance = Tolerance(args.position_tolerance, args.orientation_tolerance)
     names = list(dict.fromkeys(args.solvers))
-    network_names = [n for n in names if n in ('network', 'network+refine')]
-    proposer = NetworkProposer(args.model, args.device, args.backend) if network_names else None
+    wants_network = any(name in NETWORK_SOLVERS for name in names)
+    proposer = NetworkProposer(args.model, args.device, args.backend) if wants_network else None
     chain = proposer.chain if proposer else OMX_CHAIN
-    if 'analytic' in names and chain != OMX_CHAIN:
-        raise ValueError(f'the analytic solver is the OM-X closed form; the model is {chain.name}')
 
     recordings = recordings_from_args(args, chain, TEST_DATA)
     poses = np.concatenate([r.poses for r in recordings])
@@ -159,7 +156,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     if args.max_poses is not None and args.max_poses < len(poses):
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
         poses, recorded = poses[keep], recorded[keep]
-    policy = BranchPolicy(chain, tolerance)
+    policy = BranchPolicy(chain, SolverSettings(tolerance=tolerance))
     reachable = tolerance.met(*pose_errors(chain, recorded, poses)) & policy.within_reach(recorded)
     recorded_error, _ = pose_errors(chain, recorded, poses)
 
@@ -217,14 +214,7 @@ def make_contender(
             return f'not installed ({error}; pip install -r tools/requirements-peers.txt)'
         except Exception as error:  # a peer that fails to build is reported, not fatal
             return f'{PEER_PACKAGES[name][1]} failed to build: {type(error).__name__}: {error}'
-    solver = build_solver(
-        name,
-        args.model,
-        args.device,
-        args.backend,
-        tolerance,
-        proposer=proposer,
-    )
+    solver = build_solver(name, chain, proposer, SolverSettings(tolerance=tolerance))
     description = proposer.describe() if name.startswith('network') else DESCRIPTIONS[name]
     if name == 'network+refine':
         description += ', refined by Levenberg-Marquardt'
@@ -248,13 +238,14 @@ def measure(
     """Accuracy, success and speed of one solver on every pose; also its position errors (m)."""
     positions = np.ascontiguousarray(poses[:, :3])
     rotations = np.ascontiguousarray(matrix_from_quaternion(poses[:, 3:]))
-    contender.solve_many(positions[:WARM_UP_POSES], rotations[:WARM_UP_POSES])
-    joints, per_second, batch_runs = timed_batches(
-        contender.solve_many, positions, rotations, args.batch_seconds
-    )
-    picked = np.linspace(0, len(poses) - 1, min(args.single_queries, len(poses))).astype(int)
-    single_us, single_count = single_query_us(
-        contender.solve_one, positions[picked], rotations[picked], args.time_budget
+    joints, timing = time_solver(
+        contender.solve_one,
+        contender.solve_many,
+        positions,
+        rotations,
+        args.single_queries,
+        args.batch_seconds,
+        args.time_budget,
     )
     position_error, orientation_error = pose_errors(chain, joints, poses)
     solved = tolerance.met(position_error, orientation_error) & policy.within_reach(joints)
@@ -266,56 +257,9 @@ def measure(
         'within_limits': float(policy.within_limits(joints).mean()),
         'solved': float(solved.mean()),
         'solved_of_reachable': float(solved[reachable].mean()) if reachable.any() else None,
-        'single_query_median_us': single_us,
-        'single_queries': single_count,
-        'batch_solutions_per_s': per_second,
-        'batch_runs': batch_runs,
+        **timing,
     }
     return result, position_error
-
-
-def timed_batches(
-    solve_many: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    positions: np.ndarray,
-    rotations: np.ndarray,
-    min_seconds: float,
-) -> tuple[np.ndarray, float, int]:
-    """Joints (B, n) of one whole-batch call, and solutions/s of the best of repeated calls.
-
-    Calls repeat until min_seconds have passed (once when one call takes longer).
-    """
-    best_ns, spent_ns, runs = math.inf, 0, 0
-    while runs == 0 or spent_ns < min_seconds * 1e9:
-        start = time.perf_counter_ns()
-        joints = solve_many(positions, rotations)
-        elapsed = time.perf_counter_ns() - start
-        best_ns, spent_ns, runs = min(best_ns, elapsed), spent_ns + elapsed, runs + 1
-    joints = np.asarray(joints, dtype=np.float64)
-    if joints.shape != (len(positions), joints.shape[-1]):
-        raise ValueError(f'solve_many returned {joints.shape} for {len(positions)} poses')
-    return joints, len(positions) / max(best_ns, 1) * 1e9, runs
-
-
-def single_query_us(
-    solve_one: Callable[[np.ndarray, np.ndarray], object],
-    positions: np.ndarray,
-    rotations: np.ndarray,
-    budget_s: float,
-) -> tuple[float, int]:
-    """Median time (us) of one solve_one call, each timed alone, and how many were timed.
-
-    Stops early, after at least one call, once budget_s is spent.
-    """
-    durations = []
-    deadline = time.perf_counter_ns() + budget_s * 1e9
-    for position, rotation in zip(positions, rotations, strict=True):
-        start = time.perf_counter_ns()
-        solve_one(position, rotation)
-        end = time.perf_counter_ns()
-        durations.append(end - start)
-        if end > deadline:
-            break
-    return float(np.median(durations) / 1e3), len(durations)
 
 
 def _number(value: float | None) -> str:

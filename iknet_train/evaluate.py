@@ -10,22 +10,24 @@ import argparse
 import json
 import logging
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from iknet_core.kinematics.chain import Chain
+from iknet_core.device import DEVICES
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
-from iknet_core.predict import DEVICES, IKPredictor
 from iknet_core.resources import TEST_DATA
-from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
+from iknet_core.solvers.base import Solver
+from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
 from iknet_train.data import Recording
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
+from iknet_train.timing import time_solver
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,11 +83,18 @@ def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test recordings; writes the JSON and plots."""
-    about, chain, solve = method_under_test(args)
+    about, solver = method_under_test(args)
+    chain = solver.chain
     recordings = test_recordings(args, chain)
     poses = np.concatenate([r.poses for r in recordings])
     joints = np.concatenate([r.joints for r in recordings])
-    predicted = solve(poses)
+    predicted, timing = time_solver(
+        solver.solve,
+        lambda positions, rotations: solver.solve_batch(positions, rotations)[0],
+        poses[:, :3],
+        matrix_from_quaternion(poses[:, 3:]),
+        single_queries=args.timing_queries,
+    )
 
     report = {
         **about,
@@ -96,7 +105,8 @@ def evaluate(args: argparse.Namespace) -> dict:
         },
         **accuracy_report(chain, predicted, poses, joints),
         'reference_loss': reference_loss(predicted, joints, args.batch_size),
-        **timing(solve, poses, args.timing_queries),
+        'time_per_query_us': timing['single_query_median_us'],
+        'queries_per_s': timing['batch_solutions_per_s'],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
@@ -112,41 +122,30 @@ def evaluate(args: argparse.Namespace) -> dict:
     return report
 
 
-PoseSolver = Callable[[np.ndarray], np.ndarray]  # poses (B, 7) -> joints (B, n) rad
-
-
-def loaded_model(loaded: IKPredictor | NetworkProposer | None) -> dict:
-    """The report's model fields for a checkpoint loaded by the predictor or a solver; all None
-    for a solver without a network (analytic, refine-from-zero)."""
-    if loaded is None:
+def loaded_model(network: NetworkProposer | None) -> dict:
+    """The report's model fields; all None for a solver without a network (analytic,
+    refine-from-zero)."""
+    if network is None:
         return {'model': None, 'model_type': None, 'n_hypotheses': None, 'device': None}
     return {
-        'model': str(loaded.model_path),
-        'model_type': loaded.model_type,
-        'n_hypotheses': int(loaded.model.n_hypotheses),
-        'device': str(loaded.device),
+        'model': str(network.model_path),
+        'model_type': network.model_type,
+        'n_hypotheses': int(network.model.n_hypotheses),
+        'device': str(network.device),
     }
 
 
-def method_under_test(args: argparse.Namespace) -> tuple[dict, Chain, PoseSolver]:
-    """What --solver measures: its report header, its chain, and poses -> best joints.
-
-    `network` is the model alone on --device, as training sees it; the other solvers are the
-    server's backends, so their figures are what ik_server answers.
-    """
-    if args.solver == 'network':
-        predictor = IKPredictor(args.model, device=args.device)
-        return {'solver': args.solver, **loaded_model(predictor)}, predictor.chain, predictor.solve
-    solver = build_solver(args.solver, args.model, args.device)
-    proposer = getattr(solver, 'proposer', None)
-    network = proposer if isinstance(proposer, NetworkProposer) else None
-    about = {'solver': args.solver, **loaded_model(network)}
-
-    def solve(poses: np.ndarray) -> np.ndarray:
-        rotations = matrix_from_quaternion(poses[:, 3:])
-        return solver.solve_batch(poses[:, :3], rotations)[0]
-
-    return about, solver.chain, solve
+def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
+    """What --solver measures, built as ik_server builds it (`build_solver`), and its report
+    header: its figures are what the server answers."""
+    network = (
+        NetworkProposer(args.model, args.device, 'compiled')
+        if args.solver in NETWORK_SOLVERS
+        else None
+    )
+    chain = network.chain if network is not None else OMX_CHAIN
+    solver = build_solver(args.solver, chain, network, DEFAULT_SETTINGS)
+    return {'solver': args.solver, **loaded_model(network)}, solver
 
 
 def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -> float:
@@ -160,33 +159,6 @@ def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -
         for start in range(0, len(error), batch_size)
     ]
     return float(np.mean(losses))
-
-
-def timing(solve: PoseSolver, poses: np.ndarray, n_queries: int) -> dict[str, float]:
-    """Median time of one single-pose query (us) and batched throughput (queries/s)."""
-    single = poses[np.arange(max(1, n_queries)) % len(poses)]
-    for pose in single[:20]:  # warm-up
-        solve(pose[None])
-    durations = []
-    for pose in single:
-        started = time.perf_counter()
-        solve(pose[None])
-        durations.append(time.perf_counter() - started)
-    batch = np.resize(poses, (max(len(poses), 10000), 7))
-    # torch's CPU kernels for a new batch shape take a while to come up to speed after single
-    # queries: warm up for half a second before the clock runs.
-    started = time.perf_counter()
-    while time.perf_counter() - started < 0.5:
-        solve(batch)
-    runs, started = 0, time.perf_counter()
-    while runs < 3 or time.perf_counter() - started < 1.0:
-        solve(batch)
-        runs += 1
-    elapsed = time.perf_counter() - started
-    return {
-        'time_per_query_us': float(np.median(durations) * 1e6),
-        'queries_per_s': float(runs * len(batch) / elapsed),
-    }
 
 
 def format_table(report: dict) -> str:

@@ -1,15 +1,13 @@
 """`iknet-export` / `ros2 run iknet export`: the network as ONNX, checked against torch.
 
-The graph maps poses (B, 7) to the K joint hypotheses (B, K, n) rad; the caller ranks them by FK
-error (`iknet_core.predict.rank_hypotheses`). FK stays out of the graph: the shared kinematics
-builds its start frame with numpy, which a trace would freeze to the example batch size.
+The graph maps poses (B, 7) to the K joint hypotheses (B, K, n) rad (`iknet_core.onnx_graph`);
+the solver stack ranks them by FK error, as it does for every network backend.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,35 +17,10 @@ from torch import nn
 
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.metrics import wrapped_difference
-from iknet_core.networks import IKNetwork
+from iknet_core.onnx_graph import ExportedNetwork, write_onnx
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.cli import add_model_argument
 from iknet_train.synthetic import synthetic_samples
-
-INPUT_NAMES = ['poses']
-OUTPUT_NAMES = ['hypotheses']
-
-
-class ExportedNetwork(nn.Module):
-    """poses (B, 7) float32 -> hypotheses (B, K, n) float32 rad.
-
-    With fp16 only the trunk runs in half precision: features such as R[2, 1] (0 up to
-    rounding on the OM-X) must be normalized in float32, where their rounding noise is tiny.
-    """
-
-    def __init__(self, model: IKNetwork, fp16: bool = False) -> None:
-        super().__init__()
-        self.model = model
-        self.fp16 = fp16
-        if fp16:
-            model.half()
-            model.input_mean, model.input_std = model.input_mean.float(), model.input_std.float()
-
-    def forward(self, poses: torch.Tensor) -> torch.Tensor:
-        features = self.model.normalized_features(poses)
-        if self.fp16:
-            return self.model.to_angles(self.model.trunk(features.half()).float())
-        return self.model.to_angles(self.model.trunk(features))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,21 +77,7 @@ def export(
     poses, _ = synthetic_samples(checkpoint.chain, max(check_samples, 2), seed)
     poses = torch.as_tensor(poses, dtype=torch.float32)
     output.parent.mkdir(parents=True, exist_ok=True)
-    # The TorchScript-based exporter: no onnxscript dependency, dynamic batch by dynamic_axes.
-    with warnings.catch_warnings():
-        # The legacy exporter is deprecated and traces the shape check; neither matters here.
-        warnings.simplefilter('ignore', DeprecationWarning)
-        warnings.simplefilter('ignore', torch.jit.TracerWarning)
-        torch.onnx.export(
-            wrapper,
-            (poses[:2],),
-            str(output),
-            input_names=INPUT_NAMES,
-            output_names=OUTPUT_NAMES,
-            dynamic_axes={name: {0: 'batch'} for name in INPUT_NAMES + OUTPUT_NAMES},
-            opset_version=opset,
-            dynamo=False,
-        )
+    write_onnx(wrapper, checkpoint.chain, output, opset)
     return output, compare_with_torch(output, wrapper, poses)
 
 

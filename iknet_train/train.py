@@ -23,9 +23,9 @@ import torch
 from pytorch_pfn_extras.training import extensions, triggers
 
 from iknet_core.checkpoint import save_checkpoint
+from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model
-from iknet_core.predict import DEVICES, resolve_device
 from iknet_core.resources import TRAIN_DATA
 from iknet_train.cli import add_recording_arguments, recordings_from_args
 from iknet_train.data import (

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from model_helpers import tiny_model_and_recording
 
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
 from iknet_core.solvers.factory import SOLVER_NAMES
 from iknet_train import peers
-from iknet_train.bench import main, single_query_us, timed_batches
+from iknet_train.bench import main
 
 SUMMARY_KEYS = {'mean', 'median', 'p95', 'p99', 'max'}
 RESULT_KEYS = {
@@ -130,18 +129,3 @@ def test_bad_settings_fail_with_a_message(files, tmp_path: Path, capsys) -> None
     assert main([*argv, '--data', str(tmp_path / 'missing')]) == 1
     assert 'takes recording directories' in capsys.readouterr().err
     assert not (tmp_path / 'bench.json').exists()
-
-
-def test_timing_helpers_count_their_calls() -> None:
-    calls = []
-    positions, rotations = np.zeros((5, 3)), np.zeros((5, 3, 3))
-    median, count = single_query_us(lambda p, r: calls.append(1), positions, rotations, 10.0)
-    assert count == 5 and len(calls) == 5 and median >= 0
-    # Over budget after the first call: stops there.
-    assert single_query_us(lambda p, r: None, positions, rotations, 0.0)[1] == 1
-    joints, per_second, runs = timed_batches(
-        lambda p, r: np.zeros((len(p), 4)), positions, rotations, 0.0
-    )
-    assert joints.shape == (5, 4) and per_second > 0 and runs == 1
-    with pytest.raises(ValueError, match=r'returned \(4, 4\) for 5 poses'):
-        timed_batches(lambda p, r: np.zeros((4, 4)), positions, rotations, 0.0)

@@ -9,7 +9,7 @@ from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.metrics import wrapped_difference
 from iknet_core.networks import build_model
-from iknet_core.solvers import Tolerance
+from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.network_kernel import CompiledNetwork
@@ -53,7 +53,8 @@ def test_refined_solutions_agree_across_backends_within_1e_5_rad(model_path, tar
     tolerance = Tolerance(1e-9, 1e-9)
     answers = {}
     for backend in ('compiled', 'torch', 'onnxruntime'):
-        solver = build_solver('network+refine', model_path, 'cpu', backend, tolerance)
+        network = NetworkProposer(model_path, 'cpu', backend)
+        solver = build_solver('network+refine', OMX_CHAIN, network, SolverSettings(tolerance))
         answers[backend] = [solver.solve(p, r) for p, r in zip(positions, rotations, strict=True)]
     for index in range(len(positions)):
         reference = answers['torch'][index]
@@ -74,12 +75,14 @@ def test_unknown_backend_and_solver_are_clear_errors(model_path):
     with pytest.raises(ValueError, match='backend must be one of'):
         NetworkProposer(model_path, 'cpu', 'tensorrt')
     with pytest.raises(ValueError, match='solver must be one of'):
-        build_solver('magic')
+        build_solver('magic', OMX_CHAIN)
+    with pytest.raises(ValueError, match="solver 'network' needs a trained model"):
+        build_solver('network', OMX_CHAIN)
 
 
 def test_network_alone_reports_its_own_error(model_path, targets):
     positions, rotations = targets
-    solver = build_solver('network', model_path, 'cpu', 'compiled')
+    solver = build_solver('network', OMX_CHAIN, NetworkProposer(model_path, 'cpu', 'compiled'))
     solutions = solver.solve(positions[0], rotations[0], max_solutions=4)
     fk_position, _ = forward_kinematics(OMX_CHAIN, solutions.joints)
     np.testing.assert_allclose(

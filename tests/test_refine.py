@@ -6,7 +6,7 @@ from golden import random_observed_joints
 
 from iknet_core.kinematics import OMX_CHAIN, Chain, forward_kinematics, geometric_jacobian
 from iknet_core.kinematics.transforms import axis_angle_matrix, rotation_angle_between
-from iknet_core.solvers import Refiner, Tolerance, kernels
+from iknet_core.solvers import Refiner, SolverSettings, Tolerance, kernels
 from iknet_core.solvers.kernels import CompiledChain
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
@@ -16,7 +16,7 @@ STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
 
 @pytest.fixture(scope='module')
 def refiner() -> Refiner:
-    return Refiner(OMX_CHAIN, tolerance=EXACT)
+    return Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT))
 
 
 def targets(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +78,13 @@ def test_reaches_1e_9_m_from_noisy_seeds_on_1000_reachable_poses(refiner):
 def test_stops_as_soon_as_the_tolerance_is_met():
     q = random_observed_joints(200, seed=22)
     position, rotation = targets(q)
-    exact = Refiner(tolerance=EXACT).refine(position, rotation, q)
+    exact = Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT)).refine(position, rotation, q)
     assert (exact.iterations == 0).all()
     seeds = q + 0.05
-    loose = Refiner(tolerance=Tolerance(1e-3, 1e-2)).refine(position, rotation, seeds)
-    tight = Refiner(tolerance=EXACT).refine(position, rotation, seeds)
+    loose = Refiner(OMX_CHAIN, SolverSettings(tolerance=Tolerance(1e-3, 1e-2))).refine(
+        position, rotation, seeds
+    )
+    tight = Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT)).refine(position, rotation, seeds)
     assert loose.converged.all() and tight.converged.all()
     assert (loose.iterations <= tight.iterations).all()
     assert loose.iterations.sum() < tight.iterations.sum()
@@ -139,7 +141,7 @@ def test_unreachable_orientation_gives_the_weighted_compromise(refiner):
     assert np.all(cost <= (0.1 * roll) ** 2 + 1e-15)
     # The weight is the knob: the less orientation counts, the closer the position.
     errors = [
-        Refiner(tolerance=EXACT, orientation_weight=weight)
+        Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT, orientation_weight=weight))
         .refine(position, rolled, q + 0.02)
         .position_errors
         for weight in (0.1, 0.01, 0.0)
@@ -167,7 +169,7 @@ def test_bounds_keep_joints_inside_reach_or_limits():
     position, rotation = targets(q)
     seeds = q + np.random.default_rng(26).normal(0.0, 0.3, q.shape)
     for bounds in ('reach', 'limits'):
-        joints = Refiner(bounds=bounds).refine(position, rotation, seeds).joints
+        joints = Refiner(OMX_CHAIN, bounds=bounds).refine(position, rotation, seeds).joints
         low, high = np.array([getattr(joint, bounds) for joint in OMX_CHAIN.joints]).T
         assert np.all((joints >= low) & (joints <= high)), bounds
 
@@ -209,9 +211,9 @@ def test_bad_shapes_are_refused(refiner):
     with pytest.raises(ValueError, match=r'\(4, 3\)'):
         refiner.refine(np.zeros((4, 3)), np.eye(3)[None], np.zeros((4, 4)))
     with pytest.raises(ValueError, match='orientation_weight'):
-        Refiner(orientation_weight=-1.0)
+        SolverSettings(orientation_weight=-1.0)
     with pytest.raises(ValueError, match='bounds'):
-        Refiner(bounds='soft')
+        Refiner(OMX_CHAIN, bounds='soft')
 
 
 @pytest.mark.parametrize('angle', [1e-12, 0.5, 2.9, 3.0, 3.1, math.pi - 1e-9])

@@ -8,28 +8,29 @@ from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.solvers import (
     AnalyticSolver,
+    RefinedSolver,
     Refiner,
     Solutions,
     Solver,
+    SolverSettings,
     Tolerance,
     constant_proposer,
-    refined,
 )
 from iknet_core.solvers.policy import BranchPolicy
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
 STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
-POLICY = BranchPolicy(OMX_CHAIN, EXACT)
+POLICY = BranchPolicy(OMX_CHAIN, SolverSettings(tolerance=EXACT))
 
 
 @pytest.fixture(scope='module')
 def refiner() -> Refiner:
-    return Refiner(OMX_CHAIN, tolerance=EXACT)
+    return Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT))
 
 
 @pytest.fixture(scope='module')
 def analytic() -> AnalyticSolver:
-    return AnalyticSolver(OMX_CHAIN, tolerance=EXACT)
+    return AnalyticSolver(OMX_CHAIN, SolverSettings(tolerance=EXACT))
 
 
 def noisy_analytic(scale: float, per_pose: int = 4, seed: int = 0):
@@ -78,7 +79,9 @@ def test_joint1_twin_inside_the_limits_comes_first():
     position = REFERENCE_POSES[3, :3]
     rotation = matrix_from_quaternion(REFERENCE_POSES[3, 3:])
     joints = REFERENCE_JOINTS[3]
-    solver = AnalyticSolver(OMX_CHAIN, tolerance=Tolerance(1e-5, 1e-5))  # 6-decimal recording
+    solver = AnalyticSolver(
+        OMX_CHAIN, SolverSettings(tolerance=Tolerance(1e-5, 1e-5))
+    )  # 6-decimal recording
     for seed in (None, joints):
         solutions = solver.solve(position, rotation, seed=seed, max_solutions=8)
         assert solutions.success and not solutions.left_limits
@@ -152,7 +155,7 @@ def test_solutions_outside_the_reach_never_succeed():
 
 
 def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
-    solver = refined(noisy_analytic(0.05), refiner)
+    solver = RefinedSolver(noisy_analytic(0.05), refiner)
     q = random_observed_joints(200, seed=32)
     positions, rotations = forward_kinematics(OMX_CHAIN, q)
     for position, rotation in zip(positions, rotations, strict=True):
@@ -169,7 +172,7 @@ def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
 
 
 def test_seed_gives_the_nearest_branch_first(refiner):
-    solver = refined(noisy_analytic(0.05, seed=33), refiner)
+    solver = RefinedSolver(noisy_analytic(0.05, seed=33), refiner)
     q = random_observed_joints(200, seed=33)
     positions, rotations = forward_kinematics(OMX_CHAIN, q)
     for joints, position, rotation in zip(q, positions, rotations, strict=True):
@@ -184,7 +187,7 @@ def test_seed_gives_the_nearest_branch_first(refiner):
 
 def test_seed_near_the_straight_elbow_keeps_its_branch(refiner):
     # The zero seed proposes the bent elbow; the caller's seed on the other side must win.
-    solver = refined(constant_proposer(np.zeros(4)), refiner)
+    solver = RefinedSolver(constant_proposer(np.zeros(4)), refiner)
     for side in (-1.0, 1.0):
         q = np.array([0.3, 0.5, STRAIGHT_ELBOW + side * 0.03, 0.2])
         position, rotation = forward_kinematics(OMX_CHAIN, q)
@@ -196,7 +199,7 @@ def test_seed_near_the_straight_elbow_keeps_its_branch(refiner):
 
 
 def test_unreachable_targets_fail_with_the_nearest_solution(refiner):
-    solver = refined(AnalyticSolver(OMX_CHAIN).ik.branches, refiner)
+    solver = RefinedSolver(AnalyticSolver(OMX_CHAIN).ik.branches, refiner)
     far = np.array([0.6, 0.1, 0.3])
     solutions = solver.solve(far, np.eye(3), max_solutions=2)
     assert not solutions.success and len(solutions) >= 1
@@ -208,7 +211,7 @@ def test_unreachable_targets_fail_with_the_nearest_solution(refiner):
 
 
 def test_zero_seed_errors_are_reported_honestly(refiner):
-    solver = refined(constant_proposer(np.zeros(4)), refiner)
+    solver = RefinedSolver(constant_proposer(np.zeros(4)), refiner)
     q = random_observed_joints(300, seed=34)
     positions, rotations = forward_kinematics(OMX_CHAIN, q)
     joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
@@ -222,7 +225,9 @@ def test_zero_seed_errors_are_reported_honestly(refiner):
 @pytest.mark.parametrize('backend', ['analytic', 'refined'])
 def test_batch_equals_single_calls(backend, analytic, refiner):
     solver: Solver = (
-        analytic if backend == 'analytic' else refined(noisy_analytic(0.0, per_pose=1), refiner)
+        analytic
+        if backend == 'analytic'
+        else RefinedSolver(noisy_analytic(0.0, per_pose=1), refiner)
     )
     q = random_observed_joints(100, seed=35)
     positions, rotations = forward_kinematics(OMX_CHAIN, q)
@@ -243,6 +248,6 @@ def test_bad_inputs_are_refused(analytic, refiner):
         analytic.solve(np.zeros(3), np.eye(3), seed=np.zeros(3))
     with pytest.raises(ValueError, match='not finite'):
         analytic.solve(np.zeros(3), np.eye(3), seed=np.array([0.0, np.nan, 0.0, 0.0]))
-    wrong = refined(lambda positions, rotations: np.zeros((len(positions), 3)), refiner)
+    wrong = RefinedSolver(lambda positions, rotations: np.zeros((len(positions), 3)), refiner)
     with pytest.raises(ValueError, match=r'\(1, K, 4\), got \(1, 3\)'):
         wrong.solve(np.zeros(3), np.eye(3))

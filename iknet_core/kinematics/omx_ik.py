@@ -6,10 +6,13 @@ with the same structure and other link lengths works too.
 
 from __future__ import annotations
 
+import cmath
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.fk import forward_kinematics
@@ -19,6 +22,72 @@ _Z = (0.0, 0.0, 1.0)
 _Y = (0.0, 1.0, 0.0)
 # Slack (rad) when keeping 2*pi-shifted joint values inside a joint's reach.
 _RANGE_SLACK = 1e-9
+# Below this (m, or sine of an angle) a direction is undefined: the target on the joint1 axis,
+# or a tool pointing straight up or down.
+_DEGENERATE = 1e-9
+
+
+class OmxGeometry(NamedTuple):
+    """The arm's constants for the compiled closed form: the joint1 axis (m) in the base frame,
+    and joint2, the upper arm, the forearm and the tool as planar vectors (u along the arm,
+    v up; m)."""
+
+    axis_x: float
+    axis_y: float
+    shoulder: complex
+    upper: complex
+    fore: complex
+    tip: complex
+
+
+@njit(cache=True)
+def _wrap(angle: float) -> float:
+    """An angle to (-pi, pi]."""
+    return math.pi - (math.pi - angle) % (2.0 * math.pi)
+
+
+@njit(cache=True)
+def branches_of_pose(position, rotation, geometry, out):
+    """Both elbows of one pose (3,) m, (3, 3) into out (2, 4) rad; compiled, a few us.
+
+    joint1 faces the target, on the side its orientation faces; the tool pitch follows from
+    rotation = Rz(q1) Ry(pitch); the elbow from the wrist's distance (law of cosines).
+    """
+    dx = position[0] - geometry.axis_x
+    dy = position[1] - geometry.axis_y
+    yaw_tool = math.atan2(-rotation[0, 1], rotation[1, 1])
+    tool_defined = math.hypot(rotation[0, 1], rotation[1, 1]) > _DEGENERATE
+    q1 = math.atan2(dy, dx)
+    if tool_defined and math.cos(q1 - yaw_tool) < 0.0:
+        q1 += math.pi
+    if tool_defined and math.hypot(dx, dy) < _DEGENERATE:
+        q1 = yaw_tool
+    c1, s1 = math.cos(q1), math.sin(q1)
+    m00 = c1 * rotation[0, 0] + s1 * rotation[1, 0]
+    m02 = c1 * rotation[0, 2] + s1 * rotation[1, 2]
+    pitch = math.atan2(m02 - rotation[2, 0], m00 + rotation[2, 2])
+    # In the arm plane, Ry(angle) turns a vector by -angle: multiply by exp(-1j * angle).
+    target = complex(c1 * dx + s1 * dy, position[2])
+    wrist = target - geometry.shoulder - geometry.tip * cmath.exp(-1j * pitch)
+    upper, fore = abs(geometry.upper), abs(geometry.fore)
+    cos_elbow = (abs(wrist) ** 2 - upper * upper - fore * fore) / (2.0 * upper * fore)
+    elbow = math.acos(min(max(cos_elbow, -1.0), 1.0))
+    twist = cmath.phase(geometry.upper) - cmath.phase(geometry.fore)
+    for row in range(2):
+        sign = 1.0 if row == 0 else -1.0
+        q3 = sign * elbow - twist
+        q2 = cmath.phase(geometry.upper + geometry.fore * cmath.exp(-1j * q3)) - cmath.phase(wrist)
+        out[row, 0] = _wrap(q1)
+        out[row, 1] = _wrap(q2)
+        out[row, 2] = _wrap(q3)
+        out[row, 3] = _wrap(pitch - q2 - q3)
+
+
+@njit(cache=True)
+def branches_batch(positions, rotations, geometry, out):
+    """branches_of_pose for every pose: (B, 3), (B, 3, 3) into out (B, 2, 4)."""
+    for b in range(positions.shape[0]):
+        branches_of_pose(positions[b], rotations[b], geometry, out[b])
 
 
 class OmxAnalyticIK:
@@ -37,11 +106,14 @@ class OmxAnalyticIK:
         base = chain.joints[0].origin_xyz
         shoulder, upper, fore, tip = offsets
         self._axis_xy = np.array(base[:2])
-        # Planar coordinates (u along the arm, v up) of joint2, relative to the joint1 axis.
-        self._shoulder = complex(shoulder[0], base[2] + shoulder[2])
-        self._upper = complex(upper[0], upper[2])
-        self._fore = complex(fore[0], fore[2])
-        self._tip = complex(tip[0], tip[2])
+        self.geometry = OmxGeometry(
+            axis_x=float(base[0]),
+            axis_y=float(base[1]),
+            shoulder=complex(shoulder[0], base[2] + shoulder[2]),
+            upper=complex(upper[0], upper[2]),
+            fore=complex(fore[0], fore[2]),
+            tip=complex(tip[0], tip[2]),
+        )
         self._reach = np.array([joint.reach for joint in chain.joints])
 
     def branches(self, position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
@@ -49,30 +121,11 @@ class OmxAnalyticIK:
 
         Unreachable targets get the nearest stretched or folded arm, so check FK of the result.
         """
-        position = np.asarray(position, dtype=np.float64)
-        rotation = np.asarray(rotation, dtype=np.float64)
-        q1 = self._yaw(position, rotation)
-        c1, s1 = np.cos(q1), np.sin(q1)
-        # Pitch of the tool: rotation = Rz(q1) Ry(pitch) for reachable targets.
-        m00 = c1 * rotation[:, 0, 0] + s1 * rotation[:, 1, 0]
-        m02 = c1 * rotation[:, 0, 2] + s1 * rotation[:, 1, 2]
-        pitch = np.arctan2(m02 - rotation[:, 2, 0], m00 + rotation[:, 2, 2])
-        dx = position[:, 0] - self._axis_xy[0]
-        dy = position[:, 1] - self._axis_xy[1]
-        # In the arm plane, Ry(angle) turns a vector by -angle: multiply by exp(-1j * angle).
-        target = (c1 * dx + s1 * dy) + 1j * position[:, 2]
-        wrist = target - self._shoulder - self._tip * np.exp(-1j * pitch)
-        upper, fore = abs(self._upper), abs(self._fore)
-        cos_elbow = (np.abs(wrist) ** 2 - upper**2 - fore**2) / (2.0 * upper * fore)
-        elbow = np.arccos(np.clip(cos_elbow, -1.0, 1.0))
-        twist = np.angle(self._upper) - np.angle(self._fore)
-        solutions = []
-        for sign in (1.0, -1.0):
-            q3 = sign * elbow - twist
-            q2 = np.angle(self._upper + self._fore * np.exp(-1j * q3)) - np.angle(wrist)
-            q4 = pitch - q2 - q3
-            solutions.append(np.stack([q1, q2, q3, q4], -1))
-        return _wrap(np.stack(solutions, 1))
+        position = np.ascontiguousarray(position, dtype=np.float64)
+        rotation = np.ascontiguousarray(rotation, dtype=np.float64)
+        out = np.empty((len(position), 2, 4))
+        branches_batch(position, rotation, self.geometry, out)
+        return out
 
     def solve(self, position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Every solution of one pose within the joints' reach, (3,), (3, 3) -> (k, 4), best first.
@@ -99,31 +152,14 @@ class OmxAnalyticIK:
         Lets users ask for a position and a tool pitch (rad, positive = pointing down) only.
         """
         dx, dy = np.asarray(position, dtype=np.float64)[:2] - self._axis_xy
-        yaw = math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-9 else 0.0
+        yaw = math.atan2(dy, dx) if math.hypot(dx, dy) > _DEGENERATE else 0.0
         z_axis, y_axis = (0.0, 0.0, 1.0), (0.0, 1.0, 0.0)
         return axis_angle_matrix(z_axis, np.float64(yaw)) @ axis_angle_matrix(
             y_axis, np.float64(pitch)
         )
-
-    def _yaw(self, position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-        """joint1 from the target's direction, on the side its orientation faces."""
-        yaw_tool = np.arctan2(-rotation[:, 0, 1], rotation[:, 1, 1])
-        tool_defined = np.hypot(rotation[:, 0, 1], rotation[:, 1, 1]) > 1e-9
-        dx = position[:, 0] - self._axis_xy[0]
-        dy = position[:, 1] - self._axis_xy[1]
-        yaw_position = np.arctan2(dy, dx)
-        facing_away = np.cos(yaw_position - yaw_tool) < 0.0
-        yaw_position = np.where(tool_defined & facing_away, yaw_position + math.pi, yaw_position)
-        on_axis = np.hypot(dx, dy) < 1e-9
-        return np.where(on_axis & tool_defined, yaw_tool, yaw_position)
 
     def _in_reach(self, index: int, value: float) -> list[float]:
         low, high = self._reach[index]
         first = math.ceil((low - _RANGE_SLACK - value) / (2 * math.pi))
         last = math.floor((high + _RANGE_SLACK - value) / (2 * math.pi))
         return [value + 2 * math.pi * k for k in range(first, last + 1)]
-
-
-def _wrap(angle: np.ndarray) -> np.ndarray:
-    """Angles to (-pi, pi]."""
-    return math.pi - np.mod(math.pi - angle, 2 * math.pi)

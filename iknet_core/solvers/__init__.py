@@ -4,8 +4,9 @@ from iknet_core.solvers.analytic import AnalyticSolver
 from iknet_core.solvers.base import Proposer, Solver
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.refine import Refinement, Refiner
-from iknet_core.solvers.refined import RefinedSolver, constant_proposer, refined
+from iknet_core.solvers.refined import RefinedSolver, constant_proposer
 from iknet_core.solvers.result import Solutions, Tolerance
+from iknet_core.solvers.settings import SolverSettings
 
 __all__ = [
     'AnalyticSolver',
@@ -16,7 +17,7 @@ __all__ = [
     'Refiner',
     'Solutions',
     'Solver',
+    'SolverSettings',
     'Tolerance',
     'constant_proposer',
-    'refined',
 ]

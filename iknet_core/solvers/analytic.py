@@ -3,34 +3,43 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
-from iknet_core.kinematics.omx_ik import OmxAnalyticIK
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK, branches_of_pose
 from iknet_core.solvers.base import check_pose, check_poses, check_seed
-from iknet_core.solvers.kernels import CompiledChain
+from iknet_core.solvers.kernels import CompiledChain, pose_error
 from iknet_core.solvers.policy import BranchPolicy
-from iknet_core.solvers.result import DEFAULT_TOLERANCE, Solutions, Tolerance
+from iknet_core.solvers.result import Solutions
+from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
+
+
+@njit(cache=True)
+def _branches_and_errors(position, rotation, geometry, joints, tip, branches, errors):
+    """Both elbows of one pose into branches (2, n) with their FK errors (2, 2): m, rad."""
+    branches_of_pose(position, rotation, geometry, branches)
+    for row in range(branches.shape[0]):
+        errors[row, 0], errors[row, 1] = pose_error(branches[row], position, rotation, joints, tip)
 
 
 class AnalyticSolver:
     """Both elbows and the whole-turn twins of joint1; exact for reachable poses.
 
-    Errors come from the compiled FK (the generic one costs ~50 us per call at batch size 1).
-    Unreachable targets get the stretched or folded arm with its error, never success.
+    A single pose is one compiled call plus the ranking (a few us): the numpy closed form costs
+    ~50 us per call at batch size 1. Unreachable targets get the stretched or folded arm with
+    its error, never success.
     """
 
     name = 'analytic'
 
-    def __init__(
-        self,
-        chain: Chain = OMX_CHAIN,
-        tolerance: Tolerance = DEFAULT_TOLERANCE,
-        orientation_weight: float = 0.1,
-    ) -> None:
+    def __init__(self, chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
         self.chain = chain
-        self.policy = BranchPolicy(chain, tolerance, orientation_weight)
+        self.settings = settings
         self.ik = OmxAnalyticIK(chain)
+        self.policy = BranchPolicy(chain, settings)
         self.compiled = CompiledChain(chain)
+        self._arrays = self.compiled.arrays
+        self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
         self,
@@ -43,12 +52,17 @@ class AnalyticSolver:
         position, rotation = check_pose(position, rotation)
         if seed is not None:
             seed = check_seed(seed, self.chain)
-        joints = self.ik.branches(position[None], rotation[None])[0]
-        count = len(joints)
-        position_errors, orientation_errors = self.compiled.pose_errors(
-            joints, np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0)
+        branches, errors = np.empty((2, self.chain.n_joints)), np.empty((2, 2))
+        _branches_and_errors(
+            position,
+            np.ascontiguousarray(rotation),
+            self.ik.geometry,
+            self._arrays.joints,
+            self._arrays.tip,
+            branches,
+            errors,
         )
-        return self.policy.select(joints, position_errors, orientation_errors, seed, max_solutions)
+        return self.policy.select(branches, errors[:, 0], errors[:, 1], seed, max_solutions)
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray

@@ -240,15 +240,17 @@ def refine_batch(
 ):
     """Levenberg-Marquardt on every row of q (B, n), in place, towards targets (B, 3), (B, 3, 3).
 
-    settings = (orientation weight m/rad, position tolerance m, orientation tolerance rad,
-    max iterations). Writes errors (B, 2) = position m, orientation rad; iterations (B,).
+    settings: a KernelSettings (tolerances, orientation weight m/rad, max iterations). Writes
+    errors (B, 2) = position m, orientation rad; iterations (B,).
     Damping = mu * cost + floor (Sugihara): ~0 near a solution, so convergence is quadratic;
     mu grows on rejected steps, so the cost only ever falls and unreachable targets settle on the
     nearest weighted compromise.
     """
     n = q.shape[1]
-    weight, position_tolerance, orientation_tolerance = settings[0], settings[1], settings[2]
-    max_iterations = int(settings[3])
+    weight = settings.orientation_weight
+    position_tolerance = settings.position_tolerance
+    orientation_tolerance = settings.orientation_tolerance
+    max_iterations = settings.max_iterations
     position, rotation, jacobian = np.empty(3), np.empty((3, 3)), np.empty((6, n))
     trial_position, trial_rotation = np.empty(3), np.empty((3, 3))
     trial_jacobian = np.empty((6, n))
@@ -333,15 +335,19 @@ def pose_jacobian_batch(q, joints, tip, positions, rotations, jacobians):
 
 
 @njit(cache=True)
+def pose_error(q, target_position, target_rotation, joints, tip):
+    """Position (m) and orientation (rad) error of FK(q (n,)) against one target."""
+    position, rotation = np.empty(3), np.empty((3, 3))
+    pose_jacobian(q, joints, tip, position, rotation, np.empty((6, q.shape[0])))
+    return _residual(position, rotation, target_position, target_rotation, 1.0, np.empty(6))
+
+
+@njit(cache=True)
 def pose_errors_batch(q, target_positions, target_rotations, joints, tip, errors):
     """errors (B, 2) = position (m) and orientation (rad) error of FK(q (B, n)) vs the targets."""
-    n = q.shape[1]
-    position, rotation, jacobian = np.empty(3), np.empty((3, 3)), np.empty((6, n))
-    residual = np.empty(6)
     for b in range(q.shape[0]):
-        pose_jacobian(q[b], joints, tip, position, rotation, jacobian)
-        errors[b, 0], errors[b, 1] = _residual(
-            position, rotation, target_positions[b], target_rotations[b], 1.0, residual
+        errors[b, 0], errors[b, 1] = pose_error(
+            q[b], target_positions[b], target_rotations[b], joints, tip
         )
 
 

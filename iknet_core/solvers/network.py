@@ -7,15 +7,15 @@ backend, refinement and the branch policy make the final answer the same.
 
 from __future__ import annotations
 
-import tempfile
+import copy
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.device import resolve_device
 from iknet_core.kinematics.transforms import quaternion_from_matrix
-from iknet_core.predict import resolve_device
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_core.solvers.base import check_poses
 
@@ -46,7 +46,7 @@ class NetworkProposer:
 
             self._compiled = CompiledNetwork(checkpoint.model)
         elif backend == 'onnxruntime':
-            self._session = _onnx_session(self.model_path)
+            self._session = _onnx_session(self.model_path, checkpoint.model, self.chain)
 
     def describe(self) -> str:
         return (
@@ -68,19 +68,19 @@ class NetworkProposer:
         return hypotheses.cpu().numpy().astype(np.float64)
 
 
-def _onnx_session(model_path: Path):
-    """The exported graph beside the checkpoint (iknet-export), or one exported now."""
+def _onnx_session(model_path: Path, model, chain):
+    """The exported graph beside the checkpoint (iknet-export) when it is as new as the
+    checkpoint, else the network exported now, in memory."""
     import onnxruntime
 
     onnx_path = model_path.with_suffix('.onnx')
-    if not onnx_path.is_file():
-        from iknet_train.export import export
+    if onnx_path.is_file() and onnx_path.stat().st_mtime >= model_path.stat().st_mtime:
+        graph = str(onnx_path)
+    else:
+        from iknet_core.onnx_graph import onnx_bytes
 
-        onnx_path = Path(tempfile.mkdtemp(prefix='iknet-onnx-')) / 'model.onnx'
-        export(model_path, onnx_path, check_samples=2)
+        graph = onnx_bytes(copy.deepcopy(model).cpu(), chain)
     options = onnxruntime.SessionOptions()
     # One query at a time is the common call: threads only add hand-off latency there.
     options.intra_op_num_threads = 1
-    return onnxruntime.InferenceSession(
-        str(onnx_path), options, providers=['CPUExecutionProvider']
-    )
+    return onnxruntime.InferenceSession(graph, options, providers=['CPUExecutionProvider'])

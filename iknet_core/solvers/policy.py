@@ -24,13 +24,10 @@ import numpy as np
 from numba import njit
 
 from iknet_core.kinematics.chain import Chain
-from iknet_core.solvers.result import DEFAULT_TOLERANCE, Solutions, Tolerance
+from iknet_core.solvers.result import Solutions
+from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 TURN = 2.0 * math.pi
-# Solutions whose joints all differ by less than this (rad) are one solution: refinement stops
-# at the tolerance, so two seeds of one branch end up to ~1e-4 rad apart; distinct branches of a
-# 4-DOF arm differ by tenths of a radian.
-DUPLICATE_ATOL = 1e-3
 # Slack (rad) when testing limits and reach, so values computed at a bound count as inside.
 _SLACK = 1e-9
 
@@ -50,17 +47,12 @@ def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
 
 
 class BranchPolicy:
-    """The policy for one chain, tolerance and weighting, bounds precomputed."""
+    """The policy for one chain and its settings, bounds precomputed."""
 
-    def __init__(
-        self,
-        chain: Chain,
-        tolerance: Tolerance = DEFAULT_TOLERANCE,
-        orientation_weight: float = 0.1,
-    ) -> None:
+    def __init__(self, chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
         self.chain = chain
-        self.tolerance = tolerance
-        self.orientation_weight = orientation_weight
+        self.settings = settings
+        self.tolerance = settings.tolerance
         # Rows: low, high of the limits, then of the reach, widened by the slack.
         limits, reach = joint_bounds(chain, 'limits'), joint_bounds(chain, 'reach')
         self._bounds = np.array([limits[0], limits[1], reach[0], reach[1]])
@@ -71,9 +63,7 @@ class BranchPolicy:
         turns = [(-1.0, 0.0, 1.0) if wraps else (0.0,) for wraps in full_turn]
         shifts = np.array(list(itertools.product(*turns))) * TURN
         self._shifts = shifts[np.argsort(np.abs(shifts).sum(1), kind='stable')]
-        self._settings = np.array(
-            [tolerance.position, tolerance.orientation, orientation_weight, DUPLICATE_ATOL]
-        )
+        self._settings = settings.kernel()
         self._no_seed = np.zeros(chain.n_joints)
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         zero = np.zeros((1, 1, chain.n_joints))
@@ -182,14 +172,15 @@ def _rank(
     """The policy for one pose; returns how many of chosen (max,) it filled.
 
     joints (k, n), errors (k,), shifts (m, n) whole turns, bounds (4, n) = limits low, high,
-    reach low, high; settings = position and orientation tolerance, orientation weight,
-    duplicate tolerance. Fills candidates (k * m, n) with the turn variants (unshifted ones always,
+    reach low, high; settings: a KernelSettings (tolerances, orientation weight, duplicate
+    tolerance). Fills candidates (k * m, n) with the turn variants (unshifted ones always,
     shifted ones when within reach), sources (k * m,) with the joints row each came from, flags
     (k * m, 2) with (inside limits, meets tolerance), and chosen with candidate rows, best first.
     """
     k, n = joints.shape
-    position_tolerance, orientation_tolerance = settings[0], settings[1]
-    weight, duplicate = settings[2], settings[3]
+    position_tolerance = settings.position_tolerance
+    orientation_tolerance = settings.orientation_tolerance
+    weight, duplicate = settings.orientation_weight, settings.duplicate_tolerance
     # Keys, compared in order: outside reach, misses, outside limits, primary, secondary, error.
     keys = np.empty((k * shifts.shape[0], 6))
     count = 0

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import check_poses
 from iknet_core.solvers.policy import full_turn_joints, joint_bounds
-from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
+from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 
 @dataclass(frozen=True)
@@ -33,33 +33,22 @@ class Refinement:
 class Refiner:
     """Damped least squares on the chain's compiled FK, one call for any batch size.
 
-    tolerance: each sample stops as soon as it meets it. orientation_weight (m/rad): how much a
-    radian of orientation error costs against a metre of position error. bounds: 'reach' (what the
-    joints physically take) or 'limits' (software limits); full-turn joints wrap, others clamp.
+    Each sample stops as soon as it meets settings.tolerance; settings.orientation_weight (m/rad)
+    weighs orientation against position error. bounds: 'reach' (what the joints physically take)
+    or 'limits' (software limits); full-turn joints wrap, others clamp.
     """
 
     def __init__(
-        self,
-        chain: Chain = OMX_CHAIN,
-        tolerance: Tolerance = DEFAULT_TOLERANCE,
-        orientation_weight: float = 0.1,
-        max_iterations: int = 100,
-        bounds: str = 'reach',
+        self, chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS, bounds: str = 'reach'
     ) -> None:
-        if not orientation_weight >= 0.0:
-            raise ValueError(f'orientation_weight must be >= 0 m/rad, got {orientation_weight}')
-        if max_iterations < 0:
-            raise ValueError(f'max_iterations must be >= 0, got {max_iterations}')
         low, high = joint_bounds(chain, bounds)
         self.chain = chain
-        self.tolerance = tolerance
-        self.orientation_weight = orientation_weight
+        self.settings = settings
+        self.tolerance = settings.tolerance
+        self.orientation_weight = settings.orientation_weight
         self.compiled = kernels.CompiledChain(chain)
         self._bounds = np.stack([low, high, full_turn_joints(chain, bounds)], -1).astype(float)
-        self._settings = np.array(
-            [orientation_weight, tolerance.position, tolerance.orientation, max_iterations],
-            dtype=np.float64,
-        )
+        self._settings = settings.kernel()
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         zero = np.zeros((1, chain.n_joints))
         self.refine(*forward_kinematics(chain, zero), zero)

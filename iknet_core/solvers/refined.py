@@ -20,7 +20,7 @@ class RefinedSolver:
         self.refiner = refiner
         self.chain = refiner.chain
         self.name = name
-        self.policy = BranchPolicy(self.chain, refiner.tolerance, refiner.orientation_weight)
+        self.policy = BranchPolicy(self.chain, refiner.settings)
 
     def solve(
         self,
@@ -87,7 +87,8 @@ class RefinedSolver:
     def _closest_hypothesis(
         self, positions: np.ndarray, rotations: np.ndarray, hypotheses: np.ndarray
     ) -> np.ndarray:
-        """Index (B,) of the hypothesis (B, K, n) whose FK is nearest its target."""
+        """Index (B,) of the hypothesis (B, K, n) whose FK is nearest its target, those the
+        arm can take first (refinement would clamp the others into the reach)."""
         count, per_pose, n = hypotheses.shape
         position_errors, orientation_errors = self.refiner.compiled.pose_errors(
             hypotheses.reshape(-1, n),
@@ -95,7 +96,11 @@ class RefinedSolver:
             np.repeat(rotations, per_pose, 0),
         )
         score = position_errors + self.refiner.orientation_weight * orientation_errors
-        return score.reshape(count, per_pose).argmin(1)
+        # Errors are metres at most: a kilometre puts every hypothesis out of reach behind.
+        score = score.reshape(count, per_pose) + np.where(
+            self.policy.within_reach(hypotheses), 0.0, 1e3
+        )
+        return np.where(np.isnan(score), np.inf, score).argmin(1)
 
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
@@ -106,13 +111,6 @@ class RefinedSolver:
                 f'got {hypotheses.shape}'
             )
         return hypotheses
-
-
-def refined(
-    proposer: Proposer, refiner: Refiner | None = None, name: str = 'refined'
-) -> RefinedSolver:
-    """A solver that refines the proposer's seeds (default refiner: OM-X, default tolerance)."""
-    return RefinedSolver(proposer, refiner or Refiner(), name)
 
 
 def constant_proposer(joints: np.ndarray) -> Proposer:

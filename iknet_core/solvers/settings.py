@@ -1,0 +1,61 @@
+"""The settings that travel together through the solver stack, from a CLI flag or a server
+parameter down to the compiled kernels, which receive them by name (`KernelSettings`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
+
+
+class KernelSettings(NamedTuple):
+    """SolverSettings as numba takes them: a named tuple of scalars, read by field name."""
+
+    position_tolerance: float  # m
+    orientation_tolerance: float  # rad
+    orientation_weight: float  # m/rad
+    max_iterations: int
+    duplicate_tolerance: float  # rad
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """How every solver refines and ranks.
+
+    orientation_weight (m/rad): what a radian of orientation error costs against a metre of
+    position error, in refinement and in ranking; it decides where unreachable targets end.
+    max_iterations: most Levenberg-Marquardt iterations per seed. duplicate_tolerance (rad):
+    solutions whose joints all differ by less are one solution (refinement stops at the
+    tolerance, so two seeds of one branch end up to ~1e-4 rad apart; distinct branches of a
+    4-DOF arm differ by tenths of a radian).
+    """
+
+    tolerance: Tolerance = DEFAULT_TOLERANCE
+    orientation_weight: float = 0.1
+    max_iterations: int = 100
+    duplicate_tolerance: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if not self.orientation_weight >= 0.0:
+            raise ValueError(
+                f'orientation_weight must be >= 0 m/rad, got {self.orientation_weight}'
+            )
+        if self.max_iterations < 0:
+            raise ValueError(f'max_iterations must be >= 0, got {self.max_iterations}')
+        if not self.duplicate_tolerance > 0.0:
+            raise ValueError(
+                f'duplicate_tolerance must be > 0 rad, got {self.duplicate_tolerance}'
+            )
+
+    def kernel(self) -> KernelSettings:
+        return KernelSettings(
+            position_tolerance=float(self.tolerance.position),
+            orientation_tolerance=float(self.tolerance.orientation),
+            orientation_weight=float(self.orientation_weight),
+            max_iterations=int(self.max_iterations),
+            duplicate_tolerance=float(self.duplicate_tolerance),
+        )
+
+
+DEFAULT_SETTINGS = SolverSettings()

@@ -1,0 +1,62 @@
+"""Compile every kernel the solvers use now, into numba's on-disk cache, so that the first
+ik_server start after an install answers within seconds instead of compiling for ~20 s.
+
+The colcon build (CMakeLists.txt) and tools/setup.sh run `python -m iknet_core.solvers.warm_up`;
+the server calls `exercise` on its own solvers, which loads the cached code.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import numpy as np
+
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.solvers.base import Solver
+from iknet_core.solvers.factory import available_solvers, build_solver
+from iknet_core.solvers.network import NetworkProposer
+
+logger = logging.getLogger(__name__)
+# Above the compiled network's single-pose limit: torch takes those, so this stays at 2.
+_BATCH = 2
+
+
+def exercise(solver: Solver) -> None:
+    """Every compiled path of a solver once: one pose with and without a seed, and a batch."""
+    n = solver.chain.n_joints
+    positions, rotations = forward_kinematics(solver.chain, np.full((_BATCH, n), 0.1))
+    solver.solve(positions[0], rotations[0], seed=np.zeros(n), max_solutions=4)
+    solver.solve(positions[0], rotations[0])
+    solver.solve_batch(positions, rotations)
+
+
+def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) -> list[str]:
+    """Build and exercise every solver available for chain; returns their names."""
+    names = list(available_solvers(chain, network))
+    for name in names:
+        exercise(build_solver(name, chain, network))
+    return names
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    started = time.monotonic()
+    try:
+        network = NetworkProposer(device='cpu', backend='compiled')
+    except (FileNotFoundError, ValueError) as error:
+        logger.warning('no shipped model (%s): compiling the solvers without a network', error)
+        network = None
+    names = warm_up(network.chain if network else OMX_CHAIN, network)
+    logger.info(
+        'iknet: solver kernels compiled or loaded from cache in %.1f s (%s)',
+        time.monotonic() - started,
+        ', '.join(names),
+    )
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
