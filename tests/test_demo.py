@@ -1,5 +1,8 @@
 """`make demo`'s loop (tools/demo.py) as a user runs it, on two poses: the model's test table,
-then simulator and server as real processes, and the simulated arm arriving at each target."""
+then simulator and server as real processes, and the simulated arm arriving at each target.
+
+It runs with an empty numba cache, as a first run after a fresh clone does: it cannot pass on
+compiled code left by earlier runs."""
 
 import re
 import subprocess
@@ -8,10 +11,11 @@ import sys
 from conftest import REPO_ROOT
 
 
-def test_demo_drives_the_simulated_arm_to_test_poses(ros_env):
+def test_demo_drives_the_simulated_arm_to_test_poses(ros_env, tmp_path):
+    cold = {**ros_env, 'NUMBA_CACHE_DIR': str(tmp_path / 'numba_cache')}
     result = subprocess.run(
         [sys.executable, str(REPO_ROOT / 'tools' / 'demo.py'), '--poses', '2', '--path-time', '1'],
-        env=ros_env,
+        env=cold,
         capture_output=True,
         text=True,
         timeout=600,
@@ -27,3 +31,5 @@ def test_demo_drives_the_simulated_arm_to_test_poses(ros_env):
     assert len(errors) == 2, output
     assert max(errors) < 2.0, output
     assert 'move refused' not in output
+    # The cache was cold: the kernels were compiled into it, not loaded from elsewhere.
+    assert any((tmp_path / 'numba_cache').rglob('*.nbi')), 'numba compiled nothing: warm cache?'

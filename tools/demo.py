@@ -24,6 +24,8 @@ from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend, spin_until
 
 ROOT = Path(__file__).resolve().parent.parent
+# s; a cold numba cache on a busy 2-core machine makes ik_server take ~40 s to come up.
+READY_TIMEOUT_S = 180.0
 
 
 def step(text: str) -> None:
@@ -61,6 +63,17 @@ def drive_arm(targets: np.ndarray, path_time: float) -> None:
     node.create_subscription(KinematicsPose, '/kinematics_pose', latest.append, 10)
     solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     move = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    # A first start after an install compiles the solver kernels: wait on readiness, not a clock.
+    print(
+        f'waiting for the simulator and /ik_server (at most {READY_TIMEOUT_S:.0f} s)', flush=True
+    )
+    if not spin_until(executor, lambda: bool(latest), READY_TIMEOUT_S):
+        raise SystemExit('the simulated OM-X published no /kinematics_pose; see runs/demo')
+    if not solve.wait_for_service(timeout_sec=READY_TIMEOUT_S):
+        raise SystemExit(
+            f'/ik_server/solve_ik did not come up within {READY_TIMEOUT_S:.0f} s; '
+            'see runs/demo/ik_server.log'
+        )
     header = (
         f'{"target x, y, z (mm)":>24} | {"joints (rad)":>34} | {"arm reached (mm)":>24} | err mm'
     )
