@@ -15,6 +15,7 @@ from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.resources import TEST_DATA, shipped
+from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_core.resources import installed_executable as executable
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 
@@ -264,3 +265,57 @@ def test_trajectory_interface_publishes_the_solution(processes, ros, tmp_path):
     assert (point.time_from_start.sec, point.time_from_start.nanosec) == (2, 500_000_000)
     position, _ = forward_kinematics(OMX_CHAIN, np.array(point.positions))
     assert np.linalg.norm(position - target[:3]) < POSITION_TOLERANCE
+
+
+def test_a_solver_the_server_cannot_serve_is_refused_when_set(processes, ros, tmp_path):
+    """Started analytic-only (no model), `ros2 param set /ik_server solver network` is refused
+    with a reason, and the server keeps answering."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'solver:=analytic',
+        '-p', f'model_path:={tmp_path / "missing.pt"}', '-p', 'command_interface:=none',
+        log=tmp_path / 'server.log',
+    )  # fmt: skip
+    node = ros.node('parameter_client')
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    assert solve.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
+    setter = node.create_client(SetParameters, '/ik_server/set_parameters')
+    results = {}
+    for solver in ('network', 'refine-from-zero'):
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=solver)
+        request = SetParameters.Request(parameters=[Parameter(name='solver', value=value)])
+        results[solver] = ros.call(setter, request).results[0]
+    assert not results['network'].successful
+    assert "solver 'network' is not available here" in results['network'].reason
+    assert results['refine-from-zero'].successful
+    response = ros.call(solve, solve_request(test_poses(1)[0]))
+    assert response.success and response.message.startswith('refine-from-zero:'), response.message
+    assert 'serving without a network' in (tmp_path / 'server.log').read_text()
+
+
+@pytest.mark.parametrize('solver', ['network', 'network+refine', 'analytic'])
+def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, solver):
+    """iknet-test's solver (method_under_test) and ik_server give the same joints per pose."""
+    from argparse import Namespace
+
+    from iknet_train.evaluate import method_under_test
+
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'solver:={solver}', '-p', 'device:=cpu',
+        '-p', 'command_interface:=none', log=tmp_path / 'server.log',
+    )  # fmt: skip
+    node = ros.node('pin_client')
+    client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    assert client.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
+    poses = test_poses(40)
+    _, local = method_under_test(Namespace(solver=solver, model=None, device='cpu'))
+    expected = local.solve_batch(poses[:, :3], matrix_from_quaternion(poses[:, 3:]))[0]
+    # Refinement stops at the 1 um tolerance, so seeds from torch (batch) and numba (single)
+    # end up to ~1e-4 rad apart on one branch: the duplicate tolerance calls that one solution.
+    same = DEFAULT_SETTINGS.duplicate_tolerance if solver == 'network+refine' else 1e-5
+    for pose, joints in zip(poses, expected, strict=True):
+        response = ros.call(client, solve_request(pose, refine=False))
+        assert response.message.startswith(f'{solver}:'), response.message
+        np.testing.assert_allclose(response.solutions[0].position, joints, atol=same)
