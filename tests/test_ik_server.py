@@ -15,7 +15,6 @@ from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.resources import TEST_DATA, shipped
-from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_core.resources import installed_executable as executable
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 
@@ -311,11 +310,9 @@ def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, so
     assert client.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
     poses = test_poses(40)
     _, local = method_under_test(Namespace(solver=solver, model=None, device='cpu'))
-    expected = local.solve_batch(poses[:, :3], matrix_from_quaternion(poses[:, 3:]))[0]
-    # Refinement stops at the 1 um tolerance, so seeds from torch (batch) and numba (single)
-    # end up to ~1e-4 rad apart on one branch: the duplicate tolerance calls that one solution.
-    same = DEFAULT_SETTINGS.duplicate_tolerance if solver == 'network+refine' else 1e-5
+    rotations = matrix_from_quaternion(poses[:, 3:])
+    expected = [local.solve(p, r).joints[0] for p, r in zip(poses[:, :3], rotations, strict=True)]
     for pose, joints in zip(poses, expected, strict=True):
         response = ros.call(client, solve_request(pose, refine=False))
         assert response.message.startswith(f'{solver}:'), response.message
-        np.testing.assert_allclose(response.solutions[0].position, joints, atol=same)
+        np.testing.assert_allclose(response.solutions[0].position, joints, atol=1e-9)
