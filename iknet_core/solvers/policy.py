@@ -97,13 +97,8 @@ class BranchPolicy:
         orientation_errors = np.asarray(orientation_errors, dtype=np.float64)
         if joints.ndim != 2 or joints.shape[1] != self.chain.n_joints:
             raise ValueError(f'expected joints (k, {self.chain.n_joints}), got {joints.shape}')
-        count = len(joints) * len(self._shifts)
-        candidates = np.empty((count, joints.shape[1]))
-        sources = np.empty(count, dtype=np.int64)
-        flags = np.empty((count, 2), dtype=np.bool_)
-        chosen = np.empty(max(1, max_solutions), dtype=np.int64)
-        picked = chosen[
-            : _rank(
+        return Solutions(
+            *_select(
                 joints,
                 position_errors,
                 orientation_errors,
@@ -113,19 +108,8 @@ class BranchPolicy:
                 self._settings,
                 self._no_seed if seed is None else np.asarray(seed, dtype=np.float64),
                 seed is not None,
-                candidates,
-                sources,
-                flags,
-                chosen,
+                max(1, max_solutions),
             )
-        ]
-        origin = sources[picked]
-        return Solutions(
-            joints=candidates[picked],
-            position_errors=position_errors[origin],
-            orientation_errors=orientation_errors[origin],
-            within_limits=flags[picked, 0],
-            meets_tolerance=flags[picked, 1],
         )
 
     def best_per_pose(
@@ -250,6 +234,52 @@ def _rank(
             chosen[filled] = row
             filled += 1
     return filled
+
+
+@njit(cache=True)
+def _select(
+    joints,
+    position_errors,
+    orientation_errors,
+    shifts,
+    bounds,
+    full_turn,
+    settings,
+    seed,
+    has_seed,
+    max_solutions,
+):
+    """_rank with its buffers, and the chosen rows gathered in Solutions' field order: one
+    compiled call, where numpy's fancy indexing of a handful of rows costs several us each."""
+    count = joints.shape[0] * shifts.shape[0]
+    candidates = np.empty((count, joints.shape[1]))
+    sources = np.empty(count, dtype=np.int64)
+    flags = np.empty((count, 2), dtype=np.bool_)
+    chosen = np.empty(max_solutions, dtype=np.int64)
+    filled = _rank(
+        joints,
+        position_errors,
+        orientation_errors,
+        shifts,
+        bounds,
+        full_turn,
+        settings,
+        seed,
+        has_seed,
+        candidates,
+        sources,
+        flags,
+        chosen,
+    )
+    picked = chosen[:filled]
+    origin = sources[picked]
+    return (
+        candidates[picked],
+        position_errors[origin],
+        orientation_errors[origin],
+        flags[picked, 0].copy(),
+        flags[picked, 1].copy(),
+    )
 
 
 @njit(cache=True)
