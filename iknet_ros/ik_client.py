@@ -80,7 +80,10 @@ def call(node: Node, client, request, timeout_s: float, resend_after_s: float):
     try:
         answer = call_with_resend(executor, client, request, timeout_s, resend_after_s)
     finally:
+        # Shut down here, while the context lives: an executor collected after rclpy's
+        # shutdown prints an InvalidHandle error from its __del__.
         executor.remove_node(node)
+        executor.shutdown()
     if not answer.found:
         print(f'error: service {client.srv_name} is not available', file=sys.stderr)
     elif answer.response is None:

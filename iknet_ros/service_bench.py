@@ -107,14 +107,20 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
                     raise SystemExit(f'{name} did not {"answer" if answer.found else "come up"}')
         times = {name: [] for name in clients}
         compute = []
+        unsolved = []
         for request in requests:
             for name, client in clients.items():
                 seconds, response = round_trip(executor, client, request)
                 times[name].append(seconds)
                 if name == 'ik_server':
                     if not response.success:
-                        print(f'unsolved: {response.message}', file=sys.stderr)
+                        unsolved.append(response.message)
                     compute.append(float(COMPUTE_TIME.search(response.message).group(1)))
+        if unsolved:
+            print(
+                f'{len(unsolved)} of {len(requests)} requests unsolved (recorded poses a '
+                f'4-joint arm reaches only within the tolerance), e.g. {unsolved[0]}'
+            )
         return {**{k: np.array(v) * 1e6 for k, v in times.items()}, 'compute': np.array(compute)}
     finally:
         node.destroy_node()

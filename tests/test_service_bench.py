@@ -20,3 +20,5 @@ def test_prints_round_trips_ratio_and_compute_time(ros_env):
     assert re.search(r'ik_server\s+median\s+\d+ us', result.stdout), result.stdout
     assert re.search(r'ratio of medians\s+\d+\.\d\d', result.stdout), result.stdout
     assert re.search(r'IK compute inside ik_server: median \d+ us', result.stdout), result.stdout
+    # Unsolved requests are one summary line, never a line each.
+    assert 'unsolved:' not in result.stdout + result.stderr
