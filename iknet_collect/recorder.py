@@ -81,7 +81,7 @@ class Recorder(Node):
             self,
             'duration',
             0.0,
-            'stop after this many s; 0 records until stopped',
+            'stop after this many s from the first message; 0 records until stopped',
             float_range=(0.0, 1e7),
         )
         flush_period = declare(
@@ -116,7 +116,8 @@ class Recorder(Node):
             self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
         )
         self.started = {'wall': _now_iso(), 'ros_time': self.get_clock().now().nanoseconds / 1e9}
-        self.start_monotonic = time.monotonic()
+        # duration counts from the first message: discovery must not eat into a recording.
+        self.first_message_monotonic: float | None = None
         self.topics = {'joint_states': joint_topic}
         self.write_metadata('recording')
 
@@ -152,6 +153,7 @@ class Recorder(Node):
                 )
             self.joint_writer.write(record.row)
             self.joint_stats.wrote(record.stamp_ns)
+            self.saw_message()
             if self.pose_source == 'fk':
                 values = [*legacy_pose(record.chain_positions, self.chain).tolist(), 0.0, 0.0, 0.0]
                 self.pose_writer.write(pose_row(record.stamp_ns, '', values))
@@ -170,10 +172,15 @@ class Recorder(Node):
             frame_id = message.header.frame_id if has_header(type(message)) else ''
             self.pose_writer.write(pose_row(stamp, frame_id, values))
             self.pose_stats.wrote(stamp)
+            self.saw_message()
         except BadMessageError as bad:
             self.skip(self.pose_stats, bad)
         except RecordingError as error:
             self.fail(error)
+
+    def saw_message(self) -> None:
+        if self.first_message_monotonic is None:
+            self.first_message_monotonic = time.monotonic()
 
     def skip(self, stats: StreamStats, bad: BadMessageError) -> None:
         stats.skip(bad.reason)
@@ -189,7 +196,8 @@ class Recorder(Node):
         except RecordingError as error:
             self.fail(error)
             return
-        if self.duration and time.monotonic() - self.start_monotonic >= self.duration:
+        first = self.first_message_monotonic
+        if self.duration and first is not None and time.monotonic() - first >= self.duration:
             self.stop_reason = f'duration of {self.duration:g} s reached'
             self.done = True
 

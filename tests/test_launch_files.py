@@ -88,3 +88,26 @@ def test_includes_exist_and_get_only_declared_arguments(path: Path):
             resolve(arg.get('value'), args)
         if include.get('if') is not None:
             assert resolve(include.get('if'), args) in ('true', 'false')
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_argument_acts_in_its_file(path: Path):
+    """`ros2 launch --show-args` lists nothing that does nothing there."""
+    text = path.read_text()
+    for name in declared(ET.parse(path).getroot()):
+        assert f'$(var {name})' in text, f'{path.name}: argument {name} is never used'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_solver_descriptions_name_every_solver(path: Path):
+    from iknet_core.solvers.factory import SOLVER_NAMES
+
+    for arg in ET.parse(path).getroot().findall('arg'):
+        if arg.get('name') == 'solver':
+            assert arg.get('description').split(' | ') == list(SOLVER_NAMES)
+
+
+def test_a_recording_with_a_duration_ends_the_launch():
+    root = ET.parse(REPO_ROOT / 'launch' / 'record.launch.xml').getroot()
+    (recorder,) = [node for node in root.iter('node') if node.get('exec') == 'recorder']
+    assert recorder.get('on_exit') == 'shutdown'
