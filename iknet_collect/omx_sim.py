@@ -25,7 +25,7 @@ from iknet_collect.legacy_pose import legacy_pose
 from iknet_collect.motion import Trajectory
 from iknet_collect.params import declare
 from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.ros_spin import run_node
+from iknet_ros.node_runtime import run_node
 
 GRIPPER = 'gripper'
 # ROBOTIS's initial pose of the OM-X (rad).

@@ -7,6 +7,7 @@ Each recording is a new directory holding kinematics_pose.csv and joint_states.c
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import time
 from typing import Any
@@ -43,7 +44,7 @@ from iknet_core.csv_schema import (
     joint_states_columns,
 )
 from iknet_core.kinematics.chain import chain_preset
-from iknet_core.ros_spin import spin_until_stopped
+from iknet_ros.node_runtime import run_node
 
 POSE_SOURCES = ('topic', 'fk')
 RELIABILITIES = ('reliable', 'best_effort')
@@ -59,6 +60,9 @@ def _now_iso() -> str:
 class Recorder(Node):
     def __init__(self) -> None:
         super().__init__('recorder')
+        # Set once the recording exists; a node that failed before (a bad parameter) has nothing
+        # to finish when rclpy destroys it.
+        self.pose_writer: DurableCsvWriter | None = None
         self.add_on_set_parameters_callback(
             choice_validator({'pose_source': POSE_SOURCES, 'reliability': RELIABILITIES})
         )
@@ -112,13 +116,13 @@ class Recorder(Node):
 
         name = name or datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
         self.directory = create_recording_dir(parent, name)
-        self.pose_writer = DurableCsvWriter.create(
-            self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
-        )
         self.started = {'wall': _now_iso(), 'ros_time': self.get_clock().now().nanoseconds / 1e9}
         # duration counts from the first message: discovery must not eat into a recording.
         self.first_message_monotonic: float | None = None
         self.topics = {'joint_states': joint_topic}
+        self.pose_writer = DurableCsvWriter.create(
+            self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
+        )
         self.write_metadata('recording')
 
         qos = QoSProfile(
@@ -219,6 +223,7 @@ class Recorder(Node):
             'status': status,
             'stop_reason': self.stop_reason,
             'host': socket.gethostname(),
+            'pid': os.getpid(),  # with host, tells a live recording from one cut short by a kill
             'topics': self.topics,
             'qos': getattr(self, 'qos', None),
             'pose_source': self.pose_source,
@@ -243,7 +248,8 @@ class Recorder(Node):
     def finish(self) -> None:
         """Flush and close both files, write the final metadata and report the counts."""
         status = 'failed' if self.exit_code else 'complete'
-        self.stop_reason = self.stop_reason or 'stopped'
+        if not self.done:  # the spin ended from outside: a signal shut the context down
+            self.stop_reason = 'stopped by signal'
         for writer in (self.pose_writer, self.joint_writer):
             if writer is None:
                 continue
@@ -265,30 +271,18 @@ class Recorder(Node):
         )
 
     def destroy_node(self) -> None:
-        self.finish()
+        if self.pose_writer is not None:
+            self.finish()
         super().destroy_node()
 
 
-def main(args: list[str] | None = None) -> int | None:
-    rclpy.init(args=args)
-    node = None
+def main(args: list[str] | None = None) -> int:
     try:
-        node = Recorder()
-
-        def record() -> None:
-            while rclpy.ok() and not node.done:
-                rclpy.spin_once(node, timeout_sec=0.1)
-
-        if spin_until_stopped(record) or not node.done:
-            node.stop_reason = 'stopped by signal'
+        node = run_node(Recorder, args, finished=lambda recorder: recorder.done)
     except (RecordingError, ValueError, ParameterException) as error:
         rclpy.logging.get_logger('recorder').error(str(error))
         return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return node.exit_code if node is not None else 1
+    return node.exit_code if node is not None else 0  # None: stopped while starting
 
 
 if __name__ == '__main__':

@@ -17,7 +17,6 @@ from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -25,7 +24,6 @@ from sensor_msgs.msg import JointState
 
 from iknet.srv import SolveIK
 from iknet_core.kinematics.chain import OMX_CHAIN
-from iknet_core.ros_spin import spin_until_stopped
 from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
@@ -33,6 +31,7 @@ from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.warm_up import exercise
 from iknet_ros import parameters
 from iknet_ros.arm_command import make_commander
+from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.requests import RequestError, Target, check_path_time, check_seed, check_target
 
@@ -261,21 +260,12 @@ def describe(solutions: Solutions) -> str:
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
+    # run_node spins on one thread: solvers keep scratch buffers, and rclpy's multi-threaded
+    # executor would more than double a request's round trip. Moves await the controller as
+    # coroutines instead.
     try:
-        node = IKServer()
+        run_node(IKServer, args)
     except (ValueError, FileNotFoundError) as error:
         rclpy.logging.get_logger('ik_server').fatal(str(error))
-        rclpy.try_shutdown()
         return 1
-    # One thread: solvers keep scratch buffers, and rclpy's multi-threaded executor would more
-    # than double a request's round trip. Moves await the controller as coroutines instead.
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        spin_until_stopped(executor.spin)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
     return 0

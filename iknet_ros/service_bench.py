@@ -22,8 +22,8 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
-from iknet_core.ros_spin import run_node
 from iknet_ros.dds_domain import unused_domain_id
+from iknet_ros.node_runtime import run_node
 from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend

@@ -356,3 +356,11 @@ def test_refuses_a_used_or_unwritable_directory(processes, tmp_path):
     unwritable = start_recorder(processes, tmp_path, output_dir=tmp_path / 'file')
     assert unwritable.wait(timeout=20) == 1
     assert 'cannot record into' in (tmp_path / 'recorder.log').read_text()
+
+
+def test_a_bad_parameter_is_one_error_line(processes, tmp_path):
+    recorder = start_recorder(processes, tmp_path, output_dir=tmp_path / 'out', pose_source='x')
+    assert recorder.wait(timeout=20) == 1
+    log = (tmp_path / 'recorder.log').read_text()
+    assert 'pose_source must be one of' in log and 'Traceback' not in log, log
+    assert not (tmp_path / 'out').exists()

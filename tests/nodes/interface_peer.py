@@ -11,7 +11,7 @@ from iknet.srv import SolveIK
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
-from iknet_core.ros_spin import run_node
+from iknet_ros.node_runtime import run_node
 
 
 class InterfacePeer(Node):

@@ -1,0 +1,114 @@
+"""A node process's life for every node's main(): build, spin until stopped, tear down.
+
+Under `ros2 launch`, Ctrl-C reaches each node twice: the terminal sends SIGINT to the whole process
+group and launch forwards another. rclpy's signal handler shuts the context down from another
+thread (which wakes the executor) and then calls the Python handler installed before it. Python's
+default one raises KeyboardInterrupt wherever the main thread is: half-way through a callback, in
+a file's close, in destroy_node; a recording then kept `status: recording`. So here:
+
+- while the node is being built, SIGINT or SIGTERM raises KeyboardInterrupt: nothing to save yet,
+  and a slow start-up stops at once;
+- while it spins, a signal only shuts the context down: the spin ends and the tear-down starts;
+- from the tear-down on, SIGINT and SIGTERM are ignored, so nothing interrupts the flush, the
+  metadata or destroy_node; the process is about to exit.
+
+A shutdown in the middle of a spin reaches the main thread as ExternalShutdownException, or as an
+RCLError from a wait set made just after the context went invalid; both are a normal stop.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
+from rclpy.signals import uninstall_signal_handlers
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SPIN_PERIOD_S = 0.1  # how often a node with its own end condition is asked whether it is done
+
+N = TypeVar('N', bound=Node)
+
+
+class StopSignals:
+    """Python's handler of SIGINT and SIGTERM, which rclpy's own handler calls after its own."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.spinning = False
+        for number in STOP_SIGNALS:
+            signal.signal(number, self._on_signal)
+
+    def _on_signal(self, number: int, frame: object) -> None:
+        self.received = True
+        if not self.spinning:
+            raise KeyboardInterrupt  # still starting: stop now
+
+    def ignore(self) -> None:
+        """Nothing may interrupt the tear-down from here: not rclpy's handler, not Python's."""
+        uninstall_signal_handlers()
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+
+
+def spin_until_stopped(spin: Callable[[], None]) -> bool:
+    """Run spin(); True if it ended because the node was told to stop, False if it returned."""
+    try:
+        spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return True
+    except _rclpy.RCLError:
+        if rclpy.ok():  # the context is fine, so this is a real fault
+            raise
+        return True
+    return False
+
+
+def run_node(
+    make_node: Callable[[], N],
+    args: Sequence[str] | None = None,
+    *,
+    finished: Callable[[N], bool] | None = None,
+) -> N | None:
+    """A node process's whole main(): init, build, spin until stopped or finished, tear down.
+
+    One thread spins the node until a signal comes or finished(node) is true. Returns the node,
+    destroyed, or None if a signal stopped the process while the node was being built. Errors from
+    building or spinning the node propagate after the tear-down. Leaves SIGINT and SIGTERM
+    ignored: the process is about to exit.
+    """
+    stop = StopSignals()
+    node: N | None = None
+    executor: SingleThreadedExecutor | None = None
+    try:
+        try:
+            rclpy.init(args=args)
+            node = make_node()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+        except (KeyboardInterrupt, Exception):
+            if stop.received:  # told to stop while starting; a half-built node may have failed
+                return None
+            raise
+        stop.spinning = True
+        spin_until_stopped(lambda: _spin(executor, node, finished))
+    finally:
+        stop.ignore()
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return node
+
+
+def _spin(executor: SingleThreadedExecutor, node: N, finished: Callable[[N], bool] | None) -> None:
+    if finished is None:
+        executor.spin()
+        return
+    while executor.context.ok() and not finished(node):
+        executor.spin_once(timeout_sec=SPIN_PERIOD_S)
