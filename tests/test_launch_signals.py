@@ -1,0 +1,148 @@
+"""Ctrl-C under `ros2 launch`, as the terminal does it: the nodes of each launch file exit 0, with
+no traceback, and a recording's files and metadata are complete.
+
+The terminal sends SIGINT to its foreground process group (launch and every node) and launch
+forwards one more to each node, so a second SIGINT lands while the nodes tear down. Launch files
+cannot be executed here; these processes in one group stand in for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from recording_helpers import read_csv, ros_args, wait_for
+
+from iknet.srv import SolveIK
+from iknet_core.csv_schema import KINEMATICS_POSE_COLUMNS, joint_states_columns
+from iknet_core.resources import installed_executable as executable
+from iknet_ros.qos import SERVICE_QUEUE_QOS
+
+RESIGNAL_PERIOD_S = 0.01  # while a node tears down, another SIGINT at least this often
+EXIT_DEADLINE_S = 20.0  # launch escalates to SIGTERM after 5 s; this only bounds a broken node
+
+
+class ForegroundGroup:
+    """Processes in one process group of this session, like a terminal's foreground job."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.pgid = 0  # 0: the first process leads a new group
+
+    def start(self, name: str, *command: str | Path) -> subprocess.Popen:
+        with open(self.log(name), 'w') as output:
+            process = subprocess.Popen(
+                [str(part) for part in command],
+                env=self.env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                process_group=self.pgid,
+            )
+        self.pgid = self.pgid or process.pid
+        self.processes[name] = process
+        return process
+
+    def log(self, name: str) -> Path:
+        return self.log_dir / f'{name}.log'
+
+    def interrupt(self) -> None:
+        """SIGINT to the whole group, as Ctrl-C in a terminal (or launch forwarding it)."""
+        with contextlib.suppress(ProcessLookupError):  # every member has exited
+            os.killpg(self.pgid, signal.SIGINT)
+
+    def ctrl_c(self) -> dict[str, int]:
+        """SIGINT to the group, then again until every process has exited; their exit codes.
+
+        The second SIGINT follows at once, as launch forwards it; the repeats make sure some land
+        in each node's tear-down (flush, metadata, destroy_node), whenever that happens.
+        """
+        self.interrupt()
+        self.interrupt()
+        deadline = time.monotonic() + EXIT_DEADLINE_S
+        for name, process in self.processes.items():
+            while True:
+                try:
+                    process.wait(timeout=RESIGNAL_PERIOD_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    assert time.monotonic() < deadline, f'{name} still running after Ctrl-C'
+                    self.interrupt()
+        return {name: process.returncode for name, process in self.processes.items()}
+
+    def kill(self) -> None:
+        if any(process.poll() is None for process in self.processes.values()):
+            os.killpg(self.pgid, signal.SIGKILL)
+        for process in self.processes.values():
+            process.wait()
+
+
+@pytest.fixture
+def group(ros_env: dict[str, str], tmp_path: Path) -> Iterator[ForegroundGroup]:
+    foreground = ForegroundGroup(ros_env, tmp_path)
+    try:
+        yield foreground
+    finally:
+        foreground.kill()  # only after a failure is anything left
+
+
+def assert_clean_exits(group: ForegroundGroup, codes: dict[str, int]) -> None:
+    for name, code in codes.items():
+        log = group.log(name).read_text()
+        assert code == 0, f'{name} exited with {code}:\n{log}'
+        assert 'Traceback' not in log, f'{name}:\n{log}'
+
+
+def test_record_launch_ctrl_c_leaves_a_complete_recording(group, tmp_path):
+    """record.launch.xml use_sim:=true: the simulator moved by hand, and the recorder."""
+    group.start('omx_sim', executable('omx_sim'), *ros_args(torque_enabled=False))
+    recorder = group.start(
+        'recorder',
+        executable('recorder'),
+        *ros_args(output_dir=tmp_path / 'out', recording_name='run'),
+    )
+    directory = tmp_path / 'out' / 'run'
+    joint_states, poses = directory / 'joint_states.csv', directory / 'kinematics_pose.csv'
+
+    def rows(path: Path) -> int:
+        return len(read_csv(path)[1]) if path.exists() else 0
+
+    wait_for(lambda: rows(joint_states) > 100 and rows(poses) > 100, 60.0, 'rows of both topics')
+    assert_clean_exits(group, group.ctrl_c())
+
+    for path, columns in (
+        (joint_states, joint_states_columns(5)),
+        (poses, KINEMATICS_POSE_COLUMNS),
+    ):
+        assert path.read_text().endswith('\n'), f'{path.name}: last row cut'
+        header, body = read_csv(path)
+        assert header == list(columns)
+        assert all(len(row) == len(columns) for row in body)
+    metadata = json.loads((directory / 'metadata.json').read_text())
+    assert metadata['status'] == 'complete', metadata
+    assert metadata['stop_reason'] == 'stopped by signal'
+    assert metadata['pid'] == recorder.pid
+    assert metadata['streams']['joint_states']['written'] == rows(joint_states)
+    assert metadata['streams']['kinematics_pose']['written'] == rows(poses)
+
+
+def test_demo_launch_ctrl_c_stops_both_nodes_cleanly(group, ros):
+    """demo.launch.xml (and ik_server.launch.xml use_sim:=true): the simulator and the server."""
+    group.start('omx_sim', executable('omx_sim'))
+    group.start('ik_server', executable('ik_server'), *ros_args(device='cpu'))
+    client = ros.node('ctrl_c_witness').create_client(
+        SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS
+    )
+    # ik_server loads its model and solver kernels first: seconds, more on a cold numba cache.
+    assert ros.spin_until(client.service_is_ready, 180.0), (
+        '/ik_server/solve_ik did not come up:\n' + group.log('ik_server').read_text()
+    )
+    assert_clean_exits(group, group.ctrl_c())
