@@ -6,6 +6,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -364,3 +365,17 @@ def test_a_bad_parameter_is_one_error_line(processes, tmp_path):
     log = (tmp_path / 'recorder.log').read_text()
     assert 'pose_source must be one of' in log and 'Traceback' not in log, log
     assert not (tmp_path / 'out').exists()
+
+
+def test_duration_counts_from_the_first_message(processes, tmp_path):
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1.0
+    )
+    directory = tmp_path / 'out' / 'run'
+    wait_for((directory / 'metadata.json').exists, 20, 'the recorder to start')
+    with pytest.raises(subprocess.TimeoutExpired):  # no message yet: the clock has not started
+        recorder.wait(timeout=2.0)
+    start_sim(processes, tmp_path, torque_enabled=False)
+    assert recorder.wait(timeout=60) == 0
+    assert _rows(directory / 'joint_states.csv') >= 80  # 1 s at 100 Hz, not what was left of it
+    assert _metadata(directory)['stop_reason'] == 'duration of 1 s reached'
