@@ -3,15 +3,26 @@
 Poses and joint states come from two topics that each drop messages now and then, so rows are
 paired by stamp (nearest within a tolerance), never by index. Every problem with a file is a
 ValueError naming the file, the line or column, and what is wrong.
+
+Files straight from `ros2 topic echo --csv` (no header line) are read when their first line has
+exactly the layout of a stamped KinematicsPose or a JointState. A recorder killed with SIGKILL
+leaves metadata.json saying 'recording' and possibly a cut-off last line: the rows up to its last
+flush are read, with a warning, and the Recording says it was cut short.
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import glob
+import json
 import logging
-from collections.abc import Sequence
+import os
+import socket
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,9 +30,16 @@ import pandas as pd
 from iknet_core.csv_schema import (
     JOINT_STATES_FILE,
     KINEMATICS_POSE_FILE,
+    METADATA_FILE,
     ORIENTATION_COLUMNS,
     POSE_COLUMNS,
     STAMP_COLUMNS,
+    headerless_joint_states_columns,
+    headerless_kinematics_pose_columns,
+    is_data_line,
+    is_number,
+    is_text_column,
+    joint_count_from_columns,
 )
 from iknet_core.kinematics.chain import Chain
 
@@ -31,12 +49,13 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOLERANCE_S = 0.002
 # Recorded quaternions are unit length to float precision; anything further off is not a pose.
 QUATERNION_NORM_TOLERANCE = 1e-3
-_HEADER_LINES = 1  # CSV line of data row i is i + 2 (1-based, after the header)
+# Enough of a file's end to hold its last two lines (a joint_states line is well under 1 KiB).
+_TAIL_BYTES = 1 << 16
 
 
 @dataclass
 class Recording:
-    """Paired samples of one recording, in time order."""
+    """Paired samples of one recording, in time order, and how complete its files were."""
 
     source: str
     stamps: np.ndarray  # (N,) s
@@ -44,6 +63,9 @@ class Recording:
     joints: np.ndarray  # (N, n_joints) rad, in chain order
     dropped_poses: int = 0
     dropped_joint_states: int = 0
+    # The rows end before the recording did: its recorder was killed, failed or still runs
+    # (metadata.json), or a cut-off last line was dropped.
+    cut_short: bool = False
 
     def __len__(self) -> int:
         return len(self.stamps)
@@ -90,12 +112,16 @@ def load_recording(
 ) -> Recording:
     """One recording: poses paired by stamp with the chain's joints (gripper etc. left out)."""
     pose_csv, joint_csv = Path(pose_csv), Path(joint_csv)
-    pose_table = _read_table(pose_csv)
-    joint_table = _read_table(joint_csv)
+    unfinished = False
+    # metadata.json describes the files of its folder.
+    if pose_csv.parent.resolve() == joint_csv.parent.resolve():
+        unfinished = _check_metadata(pose_csv.parent / METADATA_FILE, chain)
+    pose_table, pose_cut = _read_table(pose_csv, _KINEMATICS_POSE)
+    joint_table, joint_cut = _read_table(joint_csv, _JOINT_STATES)
     _require_columns(pose_csv, pose_table, STAMP_COLUMNS + POSE_COLUMNS)
     pose_stamps = _stamps(pose_csv, pose_table)
     poses = _numeric(pose_csv, pose_table, list(POSE_COLUMNS))
-    _check_quaternions(pose_csv, poses[:, 3:])
+    _check_quaternions(pose_csv, poses[:, 3:], pose_table.index)
     joint_stamps = _stamps(joint_csv, joint_table)
     joints = _chain_joints(joint_csv, joint_table, chain)
 
@@ -109,12 +135,14 @@ def load_recording(
         joints=joints[joint_rows],
         dropped_poses=len(pose_stamps) - len(pose_rows),
         dropped_joint_states=len(joint_stamps) - len(np.unique(joint_rows)),
+        cut_short=unfinished or pose_cut or joint_cut,
     )
     logger.info(
-        '%s: %d pairs; dropped %d of %d poses and %d of %d joint states without a partner '
+        '%s: %d pairs%s; dropped %d of %d poses and %d of %d joint states without a partner '
         'within %.1f ms',
         recording.source,
         len(recording),
+        ' (cut short)' if recording.cut_short else '',
         recording.dropped_poses,
         len(pose_stamps),
         recording.dropped_joint_states,
@@ -124,19 +152,195 @@ def load_recording(
     return recording
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+@dataclass(frozen=True)
+class _Layout:
+    """What one of the two files holds, for reading it without a header line."""
+
+    columns: Callable[[Sequence[str]], tuple[str, ...]]  # header for a first data line
+    describe: Callable[[tuple[str, ...]], str]  # the message those columns hold
+
+
+_KINEMATICS_POSE = _Layout(
+    headerless_kinematics_pose_columns, lambda columns: 'a stamped KinematicsPose'
+)
+_JOINT_STATES = _Layout(
+    headerless_joint_states_columns,
+    lambda columns: f'a JointState of {joint_count_from_columns(columns)} joints',
+)
+
+
+def _check_metadata(path: Path, chain: Chain) -> bool:
+    """Refuses a recording made for another chain; warns (and says True) if it never finished."""
+    if not path.is_file():
+        return False
+    try:
+        metadata = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f'{path}: not a readable JSON file ({error})') from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f'{path}: expected a JSON object, got {type(metadata).__name__}')
+    if metadata.get('chain') is not None:
+        try:
+            recorded = Chain.from_dict(metadata['chain'])
+        except ValueError as error:
+            raise ValueError(f'{path}: chain: {error}') from None
+        if recorded != chain:
+            raise ValueError(
+                f'{path}: the recording was made for another arm: its poses come from chain '
+                f'{recorded.name!r}, not from the chain {chain.name!r} asked for '
+                f'({_chain_difference(recorded, chain)})'
+            )
+    status = metadata.get('status')
+    if status == 'recording':
+        logger.warning('%s: %s', path.parent, _unfinished(metadata))
+        return True
+    if status == 'failed':
+        logger.warning(
+            '%s: the recorder failed (%s); the rows it wrote before are used',
+            path.parent,
+            metadata.get('stop_reason') or 'no reason given',
+        )
+        return True
+    return False
+
+
+def _unfinished(metadata: dict[str, Any]) -> str:
+    """Why metadata.json still says 'recording': the recorder was killed, or still runs."""
+    host, pid = metadata.get('host'), metadata.get('pid')
+    valid_pid = isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31
+    # os.kill(pid, 0) only asks on POSIX; on Windows it would end the process.
+    if host == socket.gethostname() and valid_pid and os.name == 'posix':
+        if _process_exists(pid):
+            return (
+                f'still being recorded: its recorder (pid {pid} on this host) is running; '
+                'the rows it has flushed so far are used'
+            )
+        return (
+            f'cut short: its recorder (pid {pid} on this host) was killed before it finished '
+            "(metadata.json still says 'recording'); rows up to its last flush are used"
+        )
+    where = f'on host {host!r}' if host != socket.gethostname() else 'without a pid'
+    return (
+        f"never finished: metadata.json still says 'recording' and it was recorded {where}, "
+        'so it is still running elsewhere or was cut short; rows up to its last flush are used'
+    )
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def _chain_difference(a: Chain, b: Chain) -> str:
+    """The first field in which two chains differ, both values given."""
+    if a.joint_names != b.joint_names:
+        return f'joints {a.joint_names} vs {b.joint_names}'
+    for joint_a, joint_b in zip(a.joints, b.joints, strict=True):
+        for field in dataclasses.fields(joint_a):
+            value_a, value_b = getattr(joint_a, field.name), getattr(joint_b, field.name)
+            if value_a != value_b:
+                return f'{joint_a.name} {field.name} {value_a} vs {value_b}'
+    for field in dataclasses.fields(a):
+        value_a, value_b = getattr(a, field.name), getattr(b, field.name)
+        if value_a != value_b:
+            return f'{field.name} {value_a!r} vs {value_b!r}'
+    return 'no difference found'
+
+
+def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:
+    """The rows as text, indexed by their line in the file; True if a cut-off last line went."""
     if not path.is_file():
         raise FileNotFoundError(f'{path}: no such file')
+    first_line, last_lines, ends_with_newline = _edge_lines(path)
+    first = _fields(first_line)
+    names = None
+    if is_data_line(first):
+        try:
+            names = layout.columns(first)
+        except ValueError as error:
+            raise ValueError(
+                f'{path}: no header line (line 1 holds values) and line 1 is not '
+                f'`ros2 topic echo --csv` output this tool reads: {error}'
+            ) from None
     try:
         # Text first: numbers are checked column by column so errors can name the line.
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        table = pd.read_csv(
+            path,
+            dtype=str,
+            keep_default_na=False,
+            header=0 if names is None else None,
+            names=names,
+            index_col=False,
+            encoding_errors='replace',  # a kill can cut a character in two
+        )
     except pd.errors.EmptyDataError:
         raise ValueError(f'{path}: empty file (no header line)') from None
     except pd.errors.ParserError as error:
         raise ValueError(f'{path}: not a CSV file this tool can read ({error})') from None
+    first_data_line = 1 if names is not None else 2
+    table.index = pd.RangeIndex(first_data_line, first_data_line + len(table))
+    cut = False
+    if not table.empty and (reason := _cut_off(table, last_lines, ends_with_newline)):
+        logger.warning(
+            '%s: dropped its last line %d (%s): cut off, as a killed writer leaves it',
+            path,
+            table.index[-1],
+            reason,
+        )
+        table, cut = table.iloc[:-1], True
     if table.empty:
         raise ValueError(f'{path}: no data rows after the header')
-    return table
+    if names is not None:
+        logger.info(
+            '%s: no header line; read as `ros2 topic echo --csv` output of %s (%d fields)',
+            path,
+            layout.describe(names),
+            len(names),
+        )
+    return table, cut
+
+
+def _edge_lines(path: Path) -> tuple[str, list[str], bool]:
+    """First line, the last two non-blank lines and whether the file ends with a newline."""
+    with path.open('rb') as file:
+        first = file.readline()
+        size = file.seek(0, os.SEEK_END)
+        file.seek(max(0, size - _TAIL_BYTES))
+        tail = file.read()
+    lines = tail.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    first_line = first.rstrip(b'\r\n').decode('utf-8-sig', errors='replace')
+    last_lines = [line.decode('utf-8', errors='replace') for line in lines[-2:]]
+    return first_line, last_lines, tail.endswith((b'\n', b'\r'))
+
+
+def _fields(line: str) -> list[str]:
+    return next(csv.reader([line]), [])
+
+
+def _cut_off(table: pd.DataFrame, last_lines: list[str], ends_with_newline: bool) -> str:
+    """Why the table's last row is a line a kill cut off, or '' when it is whole.
+
+    A kill stops a writer anywhere in a line: the line then has fewer fields than the header and
+    the line before it, or (no newline after it) a number cut in two. Files whose every row is
+    short (empty velocity and effort arrays under a full header) keep their last row.
+    """
+    columns = list(table.columns)
+    last = _fields(last_lines[-1])
+    before = len(_fields(last_lines[-2])) if len(last_lines) > 1 else len(columns)
+    if len(last) < min(len(columns), before):
+        return f'{len(last)} of {len(columns)} fields'
+    if not ends_with_newline:
+        for column, text in zip(columns, last, strict=False):
+            if text and not is_text_column(column) and not is_number(text):
+                return f'no newline, and {column} is {text!r}'
+    return ''
 
 
 def _require_columns(path: Path, table: pd.DataFrame, required: Sequence[str]) -> None:
@@ -158,7 +362,7 @@ def _numeric(path: Path, table: pd.DataFrame, columns: list[str]) -> np.ndarray:
         if bad.any():
             row = int(np.argmax(bad))
             raise ValueError(
-                f'{path}: line {row + _HEADER_LINES + 1}, column {column!r}: '
+                f'{path}: line {table.index[row]}, column {column!r}: '
                 f'{text.iloc[row]!r} is not a finite number'
             )
         values[:, index] = number
@@ -174,20 +378,20 @@ def _stamps(path: Path, table: pd.DataFrame) -> np.ndarray:
     if backwards.size:
         row = int(backwards[0]) + 1
         raise ValueError(
-            f'{path}: stamps are not monotonic: line {row + _HEADER_LINES + 1} '
+            f'{path}: stamps are not monotonic: line {table.index[row]} '
             f'({stamps[row] * 1e-9:.9f} s) is earlier than the line before '
             f'({stamps[row - 1] * 1e-9:.9f} s)'
         )
     return stamps
 
 
-def _check_quaternions(path: Path, quaternions: np.ndarray) -> None:
+def _check_quaternions(path: Path, quaternions: np.ndarray, lines: pd.Index) -> None:
     norm = np.linalg.norm(quaternions, axis=1)
     bad = np.abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE
     if bad.any():
         row = int(np.argmax(bad))
         raise ValueError(
-            f'{path}: line {row + _HEADER_LINES + 1}, columns {list(ORIENTATION_COLUMNS)}: '
+            f'{path}: line {lines[row]}, columns {list(ORIENTATION_COLUMNS)}: '
             f'quaternion norm {norm[row]:.6f} is not 1'
         )
 
@@ -211,7 +415,7 @@ def _chain_joints(path: Path, table: pd.DataFrame, chain: Chain) -> np.ndarray:
             row = int(np.argmax(count != 1))
             problem = 'is missing from' if count[row] == 0 else 'appears twice in'
             raise ValueError(
-                f'{path}: line {row + _HEADER_LINES + 1}: joint {joint_name!r} {problem} the '
+                f'{path}: line {table.index[row]}: joint {joint_name!r} {problem} the '
                 f'name columns {list(names[row])}'
             )
         entry = matches.argmax(1)
@@ -285,11 +489,9 @@ def drop_repeats(recording: Recording) -> Recording:
     """Without consecutive identical joint rows (the arm at rest): they add no information."""
     keep = np.ones(len(recording), dtype=bool)
     keep[1:] = np.any(np.diff(recording.joints, axis=0) != 0.0, axis=1)
-    return Recording(
-        source=recording.source,
+    return dataclasses.replace(
+        recording,
         stamps=recording.stamps[keep],
         poses=recording.poses[keep],
         joints=recording.joints[keep],
-        dropped_poses=recording.dropped_poses,
-        dropped_joint_states=recording.dropped_joint_states,
     )

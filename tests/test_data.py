@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from iknet_core.csv_schema import JOINT_STATES_FILE, KINEMATICS_POSE_FILE
+from iknet_core.csv_schema import (
+    JOINT_STATES_FILE,
+    KINEMATICS_POSE_FILE,
+    METADATA_FILE,
+    joint_states_columns,
+)
 from iknet_core.kinematics import OMX_CHAIN, pose_from_joints
 from iknet_train.data import (
     Recording,
     drop_repeats,
     find_recordings,
     load_recording,
+    load_recordings,
     time_block_split,
 )
 from iknet_train.synthetic import sample_joints, write_recording
@@ -234,3 +249,377 @@ def test_drop_repeats_removes_rest_rows_only() -> None:
 
     np.testing.assert_array_equal(kept.joints[:, 0], [0.0, 0.5, 0.2])
     np.testing.assert_array_equal(kept.stamps, recording.stamps[[0, 3, 5]])
+
+
+def strip_header(path: Path) -> None:
+    """The file as `ros2 topic echo --csv > file` leaves it, before sed adds the header."""
+    path.write_text(''.join(path.read_text().splitlines(keepends=True)[1:]))
+
+
+def rewrite_rows(
+    path: Path, edit: Callable[[list[str]], list[str]], header: str | None = None
+) -> None:
+    """Every data row's fields through edit; header None: no header line."""
+    lines = path.read_text().splitlines()[1:]
+    rows = [','.join(edit(line.split(','))) for line in lines]
+    path.write_text(''.join(f'{line}\n' for line in ([header] if header else []) + rows))
+
+
+@pytest.mark.parametrize('headerless', ['pose', 'joint', 'both'])
+def test_reads_ros2_topic_echo_output_without_header_line(
+    tmp_path: Path, headerless: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pose_csv, joint_csv, joints = recording_files(tmp_path)
+    expected = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    if headerless in ('pose', 'both'):
+        strip_header(pose_csv)
+    if headerless in ('joint', 'both'):
+        strip_header(joint_csv)
+    caplog.set_level(logging.INFO, logger='iknet_train.data')
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    np.testing.assert_array_equal(recording.joints, expected.joints)
+    np.testing.assert_array_equal(recording.poses, expected.poses)
+    np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
+    assert not recording.cut_short
+    notes = [r.getMessage() for r in caplog.records if 'no header line' in r.getMessage()]
+    expected_notes = []
+    if headerless in ('pose', 'both'):
+        expected_notes.append(
+            f'{pose_csv}: no header line; read as `ros2 topic echo --csv` output of a stamped '
+            'KinematicsPose (13 fields)'
+        )
+    if headerless in ('joint', 'both'):
+        expected_notes.append(
+            f'{joint_csv}: no header line; read as `ros2 topic echo --csv` output of a '
+            'JointState of 5 joints (23 fields)'
+        )
+    assert notes == expected_notes
+
+
+def test_headerless_files_with_a_frame_id_and_four_joints(tmp_path: Path) -> None:
+    joints = sample_joints(
+        20, np.array([j.reach for j in OMX_CHAIN.joints]), np.random.default_rng(3)
+    )
+    stamps = START_NS + PERIOD_NS * np.arange(20)
+    pose_csv, joint_csv = write_recording(tmp_path, stamps, joints, OMX_CHAIN)  # no gripper
+    for path in (pose_csv, joint_csv):
+        rewrite_rows(path, lambda fields: [*fields[:2], 'world', *fields[3:]])
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
+
+
+def test_headerless_line_numbers_are_file_lines(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    edit_cell(pose_csv, 3, 'position_x', 'nan')
+    strip_header(pose_csv)
+
+    with pytest.raises(ValueError, match=r"line 4, column 'position_x': 'nan'"):
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+
+NOT_ECHO = 'no header line (line 1 holds values) and line 1 is not `ros2 topic echo --csv` output'
+POSE_LAYOUT = (
+    'expected a stamped KinematicsPose, 13 fields: sec and nanosec (integers), frame_id, then '
+    '10 numbers (position x y z, orientation x y z w, max_accelerations_scaling_factor, '
+    'max_velocity_scaling_factor, tolerance)'
+)
+JOINT_LAYOUT = (
+    'expected a JointState, 3 + 4n fields for n joints: sec and nanosec (integers), frame_id, '
+    'n names, then n positions, n velocities and n efforts (numbers)'
+)
+FIVE_JOINT_HEADER = ','.join(joint_states_columns(5))
+
+
+def _unstamped_poses(pose_csv: Path, joint_csv: Path) -> None:
+    rewrite_rows(pose_csv, lambda fields: fields[3:])  # KinematicsPose without a Header
+
+
+def _text_in_headerless_pose(pose_csv: Path, joint_csv: Path) -> None:
+    rewrite_rows(pose_csv, lambda fields: [*fields[:3], 'abc', *fields[4:]])
+
+
+def _position_only_joint_states(pose_csv: Path, joint_csv: Path) -> None:
+    # ros2 topic echo --csv prints an empty velocity or effort array as one empty field.
+    rewrite_rows(joint_csv, lambda fields: [*fields[:13], '', ''])
+
+
+def _joint_states_missing_a_field(pose_csv: Path, joint_csv: Path) -> None:
+    rewrite_rows(joint_csv, lambda fields: fields[:-1])
+
+
+def _number_for_a_joint_name(pose_csv: Path, joint_csv: Path) -> None:
+    rewrite_rows(joint_csv, lambda fields: [*fields[:3], '1', *fields[4:]])
+
+
+def _files_swapped(pose_csv: Path, joint_csv: Path) -> None:
+    text = joint_csv.read_text()
+    joint_csv.write_text(pose_csv.read_text())
+    pose_csv.write_text(text)
+    strip_header(pose_csv)
+
+
+HEADERLESS_BAD = {
+    'KinematicsPose without stamps': (
+        _unstamped_poses,
+        'pose',
+        '10 numbers and no stamps, a KinematicsPose without std_msgs/Header: poses need stamps '
+        'to be paired with joint states, so record with the open_manipulator_msgs fork that adds '
+        'the header, or with `ros2 run iknet recorder` (it stamps poses on receipt); '
+        + POSE_LAYOUT,
+    ),
+    'text for a number': (
+        _text_in_headerless_pose,
+        'pose',
+        "position_x is 'abc', not a number; " + POSE_LAYOUT,
+    ),
+    'position-only joint states': (
+        _position_only_joint_states,
+        'joint',
+        '15 fields: 5 names, 5 positions and empty velocity and effort arrays; '
+        f'{JOINT_LAYOUT}; prepend the header line {FIVE_JOINT_HEADER} to read it',
+    ),
+    'a field missing': (
+        _joint_states_missing_a_field,
+        'joint',
+        f'22 fields, which is not 3 + 4n; {JOINT_LAYOUT}',
+    ),
+    'number for a name': (
+        _number_for_a_joint_name,
+        'joint',
+        f"23 fields, so 5 joints, but name0 is '1', not a name; {JOINT_LAYOUT}",
+    ),
+    'files swapped': (_files_swapped, 'pose', f'23 fields; {POSE_LAYOUT}'),
+}
+
+
+@pytest.mark.parametrize('case', HEADERLESS_BAD, ids=list(HEADERLESS_BAD))
+def test_headerless_files_of_other_layouts_get_an_error_saying_what_is_expected(
+    tmp_path: Path, case: str
+) -> None:
+    spoil, culprit, problem = HEADERLESS_BAD[case]
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    spoil(pose_csv, joint_csv)
+    path = pose_csv if culprit == 'pose' else joint_csv
+
+    with pytest.raises(ValueError) as raised:
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert str(raised.value) == f'{path}: {NOT_ECHO} this tool reads: {problem}'
+
+
+def test_position_only_joint_states_read_under_the_full_header(tmp_path: Path) -> None:
+    """The fix the error above suggests works: short rows under the header, none dropped."""
+    pose_csv, joint_csv, joints = recording_files(tmp_path, n=20)
+    rewrite_rows(joint_csv, lambda fields: [*fields[:13], '', ''], header=FIVE_JOINT_HEADER)
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert len(recording) == 20 and not recording.cut_short
+    np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
+
+
+def cut_last_line(path: Path, keep: int | None = None, newline: bool = False) -> None:
+    """The file as a kill leaves it: its last line cut after keep characters (default half)."""
+    lines = path.read_text().splitlines()
+    keep = len(lines[-1]) // 2 if keep is None else keep
+    lines[-1] = lines[-1][:keep]
+    path.write_text('\n'.join(lines) + ('\n' if newline else ''))
+
+
+def _cut_in_a_number(path: Path) -> None:
+    cut_last_line(path)
+
+
+def _cut_after_a_comma(path: Path) -> None:
+    line = path.read_text().splitlines()[-1]
+    cut_last_line(path, keep=line.index(',', len(line) // 2) + 1)
+
+
+def _cut_then_newline_added(path: Path) -> None:
+    cut_last_line(path, newline=True)  # an editor saved the file since
+
+
+def _cut_in_the_last_number(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    lines[-1] = lines[-1][: lines[-1].rindex(',') + 1] + '-'  # was -1.5e-05, say
+    path.write_text('\n'.join(lines))
+
+
+CUTS = {
+    'in a number': (_cut_in_a_number, r'\d+ of \d+ fields'),
+    'after a comma': (_cut_after_a_comma, r'\d+ of \d+ fields'),
+    'newline added later': (_cut_then_newline_added, r'\d+ of \d+ fields'),
+    'in the last number': (_cut_in_the_last_number, r"no newline, and \w+ is '-'"),
+}
+
+
+@pytest.mark.parametrize('file', ['pose', 'joint'])
+@pytest.mark.parametrize('cut', CUTS, ids=list(CUTS))
+def test_a_cut_off_last_line_is_dropped_with_a_warning(
+    tmp_path: Path, cut: str, file: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pose_csv, joint_csv, joints = recording_files(tmp_path, n=20)
+    path = pose_csv if file == 'pose' else joint_csv
+    spoil, reason = CUTS[cut]
+    spoil(path)
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert len(recording) == 19 and recording.cut_short
+    np.testing.assert_allclose(recording.joints, joints[:19], atol=1e-12)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f'{path}: dropped its last line 21 (')
+    assert warning.endswith('): cut off, as a killed writer leaves it')
+    assert re.search(reason, warning), warning
+
+
+def test_a_whole_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    for path in (pose_csv, joint_csv):
+        path.write_text(path.read_text().rstrip('\n'))
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert len(recording) == 20 and not recording.cut_short
+
+
+def test_a_cut_off_line_in_the_middle_is_an_error_naming_it(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    lines = pose_csv.read_text().splitlines(keepends=True)
+    lines[4] = ','.join(lines[4].split(',')[:6]) + '\n'
+    pose_csv.write_text(''.join(lines))
+
+    with pytest.raises(ValueError) as raised:
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert str(raised.value) == (
+        f"{pose_csv}: line 5, column 'orientation_x': '' is not a finite number"
+    )
+
+
+def test_a_cut_off_line_joined_to_the_next_is_an_error_naming_it(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    lines = joint_csv.read_text().splitlines(keepends=True)
+    lines[4] = lines[4][: len(lines[4]) // 2]  # no newline: line 6 continues line 5
+    joint_csv.write_text(''.join(lines))
+
+    with pytest.raises(ValueError, match=r'Expected 23 fields in line 5, saw \d+') as raised:
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert str(joint_csv) in str(raised.value)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    process = subprocess.Popen([sys.executable, '-c', ''])
+    process.wait()
+    return process.pid
+
+
+def write_metadata(directory: Path, **fields: object) -> Path:
+    metadata = {
+        'status': 'recording',
+        'host': socket.gethostname(),
+        'pid': None,
+        'chain': OMX_CHAIN.to_dict(),
+    }
+    metadata.update(fields)
+    path = directory / METADATA_FILE
+    path.write_text(json.dumps({k: v for k, v in metadata.items() if v is not None}))
+    return path
+
+
+METADATA_CASES = {
+    'complete': ({'status': 'complete', 'pid': 'alive'}, None),
+    'recorder killed': (
+        {'pid': 'dead'},
+        r'cut short: its recorder \(pid {pid} on this host\) was killed before it finished '
+        r"\(metadata.json still says 'recording'\); rows up to its last flush are used",
+    ),
+    'recorder running': (
+        {'pid': 'alive'},
+        r'still being recorded: its recorder \(pid {pid} on this host\) is running',
+    ),
+    'recorded on another host': (
+        {'pid': 'alive', 'host': 'elsewhere'},
+        r"never finished: metadata.json still says 'recording' and it was recorded on host "
+        r"'elsewhere', so it is still running elsewhere or was cut short",
+    ),
+    'no pid': ({}, r'never finished: .* recorded without a pid'),
+    'recorder failed': (
+        {'status': 'failed', 'stop_reason': 'error: disk full'},
+        r'the recorder failed \(error: disk full\); the rows it wrote before are used',
+    ),
+}
+
+
+@pytest.mark.parametrize('case', METADATA_CASES, ids=list(METADATA_CASES))
+def test_an_unfinished_recording_is_read_with_a_warning_saying_why(
+    tmp_path: Path, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    fields, warning = METADATA_CASES[case]
+    recording_files(tmp_path / 'rec', n=20)
+    pid = {'dead': dead_pid(), 'alive': os.getpid(), None: None}[fields.get('pid')]
+    write_metadata(tmp_path / 'rec', **{**fields, 'pid': pid})
+
+    (recording,) = load_recordings(find_recordings([tmp_path]), OMX_CHAIN)
+
+    assert len(recording) == 20
+    assert recording.cut_short == (warning is not None)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    if warning is None:
+        assert warnings == []
+    else:
+        (text,) = warnings
+        assert text.startswith(f'{tmp_path / "rec"}: ')
+        assert re.search(warning.format(pid=pid), text), text
+
+
+def test_a_killed_recording_with_a_cut_off_line_is_read_up_to_its_last_flush(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pose_csv, joint_csv, joints = recording_files(tmp_path, n=20)
+    write_metadata(tmp_path, pid=dead_pid())
+    cut_last_line(joint_csv)
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    assert len(recording) == 19 and recording.cut_short
+    np.testing.assert_allclose(recording.joints, joints[:19], atol=1e-12)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert 'was killed' in warnings[0] and str(joint_csv) in warnings[1]
+    assert drop_repeats(recording).cut_short
+
+
+def test_a_recording_made_for_another_chain_is_refused(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    # The Jazzy URDF puts joint1 at z = 0 (../shared/FACTS.md): its poses are 17 mm lower.
+    joint1 = dataclasses.replace(OMX_CHAIN.joints[0], origin_xyz=(0.012, 0.0, 0.0))
+    jazzy = dataclasses.replace(OMX_CHAIN, joints=(joint1, *OMX_CHAIN.joints[1:]))
+    metadata = write_metadata(tmp_path, status='complete', chain=jazzy.to_dict())
+
+    with pytest.raises(ValueError) as raised:
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert str(raised.value) == (
+        f'{metadata}: the recording was made for another arm: its poses come from chain '
+        "'open_manipulator_x', not from the chain 'open_manipulator_x' asked for "
+        '(joint1 origin_xyz (0.012, 0.0, 0.0) vs (0.012, 0.0, 0.017))'
+    )
+
+    renamed = dataclasses.replace(OMX_CHAIN, name='my_arm')
+    write_metadata(tmp_path, status='complete', chain=renamed.to_dict())
+    with pytest.raises(ValueError, match=r"chain 'my_arm', not from the chain 'open_manipu"):
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+
+def test_unreadable_metadata_is_an_error_naming_it(tmp_path: Path) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, n=20)
+    (tmp_path / METADATA_FILE).write_text('{"status": ')
+
+    with pytest.raises(ValueError, match=f'{tmp_path / METADATA_FILE}: not a readable JSON'):
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
