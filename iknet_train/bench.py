@@ -3,7 +3,7 @@
 Errors are FK(solution) against each recorded pose (mm, degrees); "solved" means within the
 tolerance with joints the arm can take. Timings run on one thread: the median of single `solve()`
 calls, and solutions per second of whole-dataset `solve_batch()` calls. Peer libraries
-(tools/requirements-peers.txt) join when installed. Writes bench.json, bench.md and bench.png.
+(`pip install '.[peers]'`) join when installed. Writes bench.json, bench.md and bench.png.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def make_contender(
         try:
             return build_peer(name, chain, tolerance, args.seed)
         except ImportError as error:
-            return f'not installed ({error}; pip install -r tools/requirements-peers.txt)'
+            return f'not installed ({error}; in the iknet checkout: pip install ".[peers]")'
         except Exception as error:  # a peer that fails to build is reported, not fatal
             return f'{PEER_PACKAGES[name][1]} failed to build: {type(error).__name__}: {error}'
     solver = build_solver(name, chain, proposer, SolverSettings(tolerance=tolerance))

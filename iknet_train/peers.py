@@ -1,6 +1,6 @@
 """Peer IK libraries for the benchmark, each on the chain iknet uses, when installed.
 
-pytorch-kinematics, roboticstoolbox-python and ikpy are optional (tools/requirements-peers.txt):
+pytorch-kinematics, roboticstoolbox-python and ikpy are optional (`pip install '.[peers]'`):
 a peer that is not importable or fails to build is reported by the caller, never fatal. Each gets
 the chain as a URDF generated from `Chain`, so every library solves the same arm, with each
 joint's physical reach as its limits (hand-guided recordings pass the software limits).

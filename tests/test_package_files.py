@@ -1,4 +1,4 @@
-"""package.xml, CMakeLists.txt and setup.py, checked by reading them as colcon and pip would."""
+"""package.xml, CMakeLists.txt and pyproject.toml, read as colcon and pip read them."""
 
 import importlib
 import os
@@ -6,7 +6,13 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import yaml
 from conftest import REPO_ROOT
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (ROS 2 Humble)
+    import tomli as tomllib
 
 from iknet_core.resources import installed_executable as executable
 
@@ -97,10 +103,78 @@ def test_open_manipulator_msgs_fields_match_robotis():
     assert list(SetActuatorState.Response.get_fields_and_field_types()) == ['is_planned']
 
 
-def test_setup_py_console_scripts_point_at_mains():
-    text = (REPO_ROOT / 'setup.py').read_text()
-    for script, module in re.findall(r"'(iknet-[\w-]+)\s*=\s*([\w.]+):main'", text):
-        assert callable(importlib.import_module(module).main), script
+# pyproject.toml requirement -> the rosdep key package.xml declares for it. rosdistro's
+# rosdep/python.yaml has no key for onnx or pytorch-pfn-extras: rosdep.yaml here defines those.
+ROSDEP_KEYS = {
+    'numpy': 'python3-numpy',
+    'pandas': 'python3-pandas',
+    'matplotlib': 'python3-matplotlib',
+    'torch': 'python3-pytorch-pip',
+    'pytorch-pfn-extras': 'python3-pytorch-pfn-extras-pip',
+    'onnx': 'python3-onnx-pip',
+    'onnxruntime': 'python3-onnxruntime-pip',
+    'numba': 'python3-numba',
+    'PyYAML': 'python3-yaml',
+    'pytest': 'python3-pytest',
+    'pytest-timeout': 'python3-pytest-timeout',
+    'ros-domain-coordinator': 'domain_coordinator',
+}
+# Test extras rosdep does not install: the linter runs in `make test`, not in the package's tests;
+# tomli is Python 3.10's tomllib, for reading pyproject.toml here.
+NOT_ROSDEP = {'ruff', 'tomli'}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO_ROOT / 'pyproject.toml').read_text())
+
+
+def requirement_names(requirements: list[str]) -> list[str]:
+    return [re.match(r'[A-Za-z0-9._-]+', requirement).group(0) for requirement in requirements]
+
+
+def package_xml_keys(*tags: str) -> set[str]:
+    root = ET.parse(REPO_ROOT / 'package.xml').getroot()
+    return {element.text for tag in tags for element in root.findall(tag)}
+
+
+def test_every_python_dependency_has_its_rosdep_key_in_package_xml():
+    project = pyproject()['project']
+    run_keys = package_xml_keys('depend', 'exec_depend')
+    for name in requirement_names(project['dependencies']):
+        assert ROSDEP_KEYS.get(name) in run_keys, f'{name}: no exec_depend {ROSDEP_KEYS.get(name)}'
+    test_keys = run_keys | package_xml_keys('test_depend')
+    for name in requirement_names(project['optional-dependencies']['test']):
+        if name not in NOT_ROSDEP:
+            assert ROSDEP_KEYS.get(name) in test_keys, f'{name}: no key in package.xml'
+    python_keys = {key for key in package_xml_keys('exec_depend', 'test_depend') if '-' in key}
+    assert python_keys <= set(ROSDEP_KEYS.values()), 'package.xml has a key pyproject.toml lacks'
+
+
+def test_keys_rosdistro_lacks_are_defined_here_for_the_same_pypi_packages():
+    defined = yaml.safe_load((REPO_ROOT / 'rosdep.yaml').read_text())
+    by_key = {key: name for name, key in ROSDEP_KEYS.items()}
+    assert set(defined) == {'python3-onnx-pip', 'python3-pytorch-pfn-extras-pip'}
+    for key, rules in defined.items():
+        for os_name in ('debian', 'ubuntu'):
+            assert rules[os_name]['pip']['packages'] == [by_key[key]], (key, os_name)
+
+
+def test_ros_pypi_extra_has_a_wheel_for_every_ros_package_in_package_xml():
+    wheels = set(requirement_names(pyproject()['project']['optional-dependencies']['ros-pypi']))
+    tags = ('buildtool_depend', 'depend', 'exec_depend', 'test_depend')
+    ros_packages = {key for key in package_xml_keys(*tags) if '-' not in key}
+    # open_manipulator_msgs: tools/setup.sh builds the compatible one in interfaces/.
+    for name in ros_packages - {'open_manipulator_msgs'}:
+        wheel = 'ros-domain-coordinator' if name == 'domain_coordinator' else f'ros-kilted-{name}'
+        assert wheel.replace('_', '-') in wheels, f'{name}: no {wheel} in the ros-pypi extra'
+
+
+def test_console_scripts_point_at_mains():
+    scripts = pyproject()['project']['scripts']
+    assert set(scripts) == {'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench'}
+    for script, target in scripts.items():
+        module, function = target.split(':')
+        assert function == 'main' and callable(importlib.import_module(module).main), script
 
 
 def test_readme_names_the_two_commands_and_the_env_file():

