@@ -8,13 +8,18 @@ both see the same machine load, prints medians and p95, and ends every process i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import rclpy
+from domain_coordinator import domain_id
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -22,9 +27,7 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
-from iknet_ros.dds_domain import unused_domain_id
 from iknet_ros.node_runtime import run_node
-from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend
 
@@ -54,6 +57,32 @@ class TrivialSolveIK(Node):
 def serve_trivial() -> int:
     run_node(TrivialSolveIK)
     return 0
+
+
+@contextlib.contextmanager
+def running(commands: list[list[str]]) -> Iterator[None]:
+    """The servers, each in a session of its own, ended with the block (SIGINT, then SIGKILL)."""
+    servers = []
+    try:
+        for command in commands:
+            servers.append(
+                subprocess.Popen(
+                    command,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+        yield
+    finally:
+        for server in servers:
+            server.send_signal(signal.SIGINT)
+        for server in servers:
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def requests_from_test_data(count: int) -> list[SolveIK.Request]:
@@ -123,6 +152,7 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
             )
         return {**{k: np.array(v) * 1e6 for k, v in times.items()}, 'compute': np.array(compute)}
     finally:
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
 
@@ -141,7 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.trivial_server:
         return serve_trivial()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    os.environ.setdefault('ROS_DOMAIN_ID', str(unused_domain_id(range(101, 201))))
+    with contextlib.ExitStack() as domain:
+        if 'ROS_DOMAIN_ID' not in os.environ:
+            os.environ['ROS_DOMAIN_ID'] = str(domain.enter_context(domain_id()))
+        return bench(args)
+
+
+def bench(args: argparse.Namespace) -> int:
     commands = [
         [sys.executable, '-m', 'iknet_ros.service_bench', '--trivial-server'],
         [
@@ -153,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             *(['-p', f'model_path:={args.model}'] if args.model else []),
         ],
     ]  # fmt: skip
-    with ProcessGroup() as servers:
-        for command in commands:
-            servers.start(*command)
+    with running(commands):
         result = measure(args)
     trivial, served, compute = result['trivial'], result['ik_server'], result['compute']
     print(f'SolveIK round trips, {len(served)} requests each, solver {args.solver}:')

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from domain_coordinator import domain_id
+from processes import ProcessGroup
 
-from iknet_ros.dds_domain import unused_domain_id
-from iknet_ros.processes import ProcessGroup
 from iknet_ros.service_calls import spin_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -20,10 +20,11 @@ def ros_env() -> Iterator[dict[str, str]]:
     """Environment for this module's DDS participants: loopback discovery, its own domain."""
     keys = ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')
     saved = {key: os.environ.get(key) for key in keys}
-    # A domain nobody on this machine uses, so test runs side by side never see each other.
-    os.environ['ROS_DOMAIN_ID'] = str(unused_domain_id(range(1, 101)))
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    yield dict(os.environ)
+    # A domain reserved for this module, so test runs side by side never see each other.
+    with domain_id() as domain:
+        os.environ['ROS_DOMAIN_ID'] = str(domain)
+        os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+        yield dict(os.environ)
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)

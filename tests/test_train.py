@@ -49,12 +49,14 @@ def log(out: Path) -> list[dict]:
 
 @pytest.mark.parametrize('model_type', ['iknet', 'reference'])
 def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
-    recording: Path, tmp_path: Path, model_type: str
+    recording: Path, tmp_path: Path, model_type: str, capsys: pytest.CaptureFixture
 ) -> None:
     extra = ['--model', model_type, '--epochs', '4', '--model-config', SMALL]
     if model_type == 'reference':
         extra = ['--model', 'reference', '--epochs', '6', '--patience', '10']
     assert train(recording, tmp_path, *extra) == 0
+    printed = capsys.readouterr().out
+    assert 'val/loss' in printed and '\033' not in printed, 'a log without terminal codes'
 
     entries = log(tmp_path)
     assert entries[-1]['val/loss'] < entries[0]['val/loss']

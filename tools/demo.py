@@ -4,6 +4,7 @@ moving the simulated OM-X, printing for each target the joints and where the arm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+from domain_coordinator import domain_id
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rclpy.executors import SingleThreadedExecutor
@@ -18,12 +20,13 @@ from rclpy.executors import SingleThreadedExecutor
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
-from iknet_ros.dds_domain import unused_domain_id
-from iknet_ros.processes import ProcessGroup
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend, spin_until
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'tests'))
+from processes import ProcessGroup  # noqa: E402 - the tests' harness, which ends every process
+
 # s; a cold numba cache on a busy 2-core machine makes ik_server take ~40 s to come up.
 READY_TIMEOUT_S = 180.0
 
@@ -114,8 +117,13 @@ def main() -> int:
     args = parser.parse_args()
     out = ROOT / 'runs' / 'demo'
     out.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault('ROS_DOMAIN_ID', str(unused_domain_id(range(101, 201))))
+    with contextlib.ExitStack() as domain:
+        if 'ROS_DOMAIN_ID' not in os.environ:
+            os.environ['ROS_DOMAIN_ID'] = str(domain.enter_context(domain_id()))
+        return run_demo(args, out)
 
+
+def run_demo(args: argparse.Namespace, out: Path) -> int:
     step('1/4 model')
     model = shipped(DEFAULT_MODEL)
     if args.train:
