@@ -287,7 +287,8 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
                     'val/position_mm',
                     'lr',
                     'elapsed_time',
-                ]
+                ],
+                out=PlainText(sys.stdout) if args.no_progress else sys.stdout,
             ),
             extensions.PlotReport(
                 ['train/loss', 'val/loss'], 'epoch', filename='loss.png', postprocess=log_scale
@@ -350,6 +351,22 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         best.value,
     )
     return path
+
+
+class PlainText:
+    """PrintReport's stream without a progress bar: ppe erases the bar below each line with a
+    terminal code (ESC [J), which is noise in the logs and CI output --no-progress is for."""
+
+    ERASE_BELOW = '\033[J'
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(text.replace(self.ERASE_BELOW, ''))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def log_scale(figure, axes, summary) -> None:
