@@ -6,20 +6,27 @@ import numpy as np
 from numba import njit
 
 from iknet_core.kinematics.chain import Chain
-from iknet_core.kinematics.omx_ik import OmxAnalyticIK, branches_of_pose
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK, OmxGeometry, branches_of_pose
 from iknet_core.solvers.base import check_pose, check_poses, check_seed
 from iknet_core.solvers.kernels import CompiledChain, pose_error
-from iknet_core.solvers.policy import BranchPolicy
+from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.result import Solutions
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 
 @njit(cache=True)
-def _branches_and_errors(position, rotation, geometry, joints, tip, branches, errors):
-    """Both elbows of one pose into branches (2, n) with their FK errors (2, 2): m, rad."""
-    branches_of_pose(position, rotation, geometry, branches)
-    for row in range(branches.shape[0]):
-        errors[row, 0], errors[row, 1] = pose_error(branches[row], position, rotation, joints, tip)
+def _solve_pose(position, rotation, geometry_values, joints, tip, *policy_arguments):
+    """One pose in one compiled call: both elbows, their FK errors (m, rad), the branch policy's
+    choice in Solutions' field order. policy_arguments: BranchPolicy.kernel_arguments()."""
+    seed = policy_arguments[4]
+    branches = np.empty((2, seed.shape[0]))
+    position_errors, orientation_errors = np.empty(2), np.empty(2)
+    branches_of_pose(position, rotation, OmxGeometry(*geometry_values), branches)
+    for row in range(2):
+        position_errors[row], orientation_errors[row] = pose_error(
+            branches[row], position, rotation, joints, tip
+        )
+    return select_candidates(branches, position_errors, orientation_errors, *policy_arguments)
 
 
 class AnalyticSolver:
@@ -39,6 +46,8 @@ class AnalyticSolver:
         self.policy = BranchPolicy(chain, settings)
         self.compiled = CompiledChain(chain)
         self._arrays = self.compiled.arrays
+        # A plain tuple: numba types it in C, a named tuple in Python (see SolverSettings.kernel).
+        self._geometry_values = tuple(self.ik.geometry)
         self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
@@ -52,17 +61,16 @@ class AnalyticSolver:
         position, rotation = check_pose(position, rotation)
         if seed is not None:
             seed = check_seed(seed, self.chain)
-        branches, errors = np.empty((2, self.chain.n_joints)), np.empty((2, 2))
-        _branches_and_errors(
-            position,
-            np.ascontiguousarray(rotation),
-            self.ik.geometry,
-            self._arrays.joints,
-            self._arrays.tip,
-            branches,
-            errors,
+        return Solutions(
+            *_solve_pose(
+                position,
+                np.ascontiguousarray(rotation),
+                self._geometry_values,
+                self._arrays.joints,
+                self._arrays.tip,
+                *self.policy.kernel_arguments(seed, max_solutions),
+            )
         )
-        return self.policy.select(branches, errors[:, 0], errors[:, 1], seed, max_solutions)
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray

@@ -16,6 +16,7 @@ from numba import njit
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.transforms import rpy_matrix
+from iknet_core.solvers.settings import named
 
 # Damping (m^2) added to the Levenberg-Marquardt normal equations so they stay solvable at
 # singularities (a straight elbow); tiny next to J^T J (~1e-2 m^2) elsewhere.
@@ -236,17 +237,19 @@ def _cholesky_solve(a, b, x):
 
 @njit(cache=True)
 def refine_batch(
-    q, target_positions, target_rotations, joints, tip, bounds, settings, errors, iterations
+    q, target_positions, target_rotations, joints, tip, bounds, setting_values, errors, iterations
 ):
     """Levenberg-Marquardt on every row of q (B, n), in place, towards targets (B, 3), (B, 3, 3).
 
-    settings: a KernelSettings (tolerances, orientation weight m/rad, max iterations). Writes
+    setting_values: SolverSettings.kernel() (tolerances, orientation weight m/rad, max
+    iterations). Writes
     errors (B, 2) = position m, orientation rad; iterations (B,).
     Damping = mu * cost + floor (Sugihara): ~0 near a solution, so convergence is quadratic;
     mu grows on rejected steps, so the cost only ever falls and unreachable targets settle on the
     nearest weighted compromise.
     """
     n = q.shape[1]
+    settings = named(setting_values)
     weight = settings.orientation_weight
     position_tolerance = settings.position_tolerance
     orientation_tolerance = settings.orientation_tolerance

@@ -25,7 +25,7 @@ from numba import njit
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.solvers.result import Solutions
-from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
+from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
 TURN = 2.0 * math.pi
 # Slack (rad) when testing limits and reach, so values computed at a bound count as inside.
@@ -98,18 +98,24 @@ class BranchPolicy:
         if joints.ndim != 2 or joints.shape[1] != self.chain.n_joints:
             raise ValueError(f'expected joints (k, {self.chain.n_joints}), got {joints.shape}')
         return Solutions(
-            *_select(
+            *select_candidates(
                 joints,
                 position_errors,
                 orientation_errors,
-                self._shifts,
-                self._bounds,
-                self._full_turn,
-                self._settings,
-                self._no_seed if seed is None else np.asarray(seed, dtype=np.float64),
-                seed is not None,
-                max(1, max_solutions),
+                *self.kernel_arguments(seed, max_solutions),
             )
+        )
+
+    def kernel_arguments(self, seed: np.ndarray | None, max_solutions: int) -> tuple:
+        """What `select_candidates` takes after the candidates, for kernels that rank inside."""
+        return (
+            self._shifts,
+            self._bounds,
+            self._full_turn,
+            self._settings,
+            self._no_seed if seed is None else np.asarray(seed, dtype=np.float64),
+            seed is not None,
+            max(1, max_solutions),
         )
 
     def best_per_pose(
@@ -237,20 +243,22 @@ def _rank(
 
 
 @njit(cache=True)
-def _select(
+def select_candidates(
     joints,
     position_errors,
     orientation_errors,
     shifts,
     bounds,
     full_turn,
-    settings,
+    setting_values,
     seed,
     has_seed,
     max_solutions,
 ):
     """_rank with its buffers, and the chosen rows gathered in Solutions' field order: one
-    compiled call, where numpy's fancy indexing of a handful of rows costs several us each."""
+    compiled call, where numpy's fancy indexing of a handful of rows costs several us each.
+    The arguments after the errors are BranchPolicy.kernel_arguments()."""
+    settings = named(setting_values)
     count = joints.shape[0] * shifts.shape[0]
     candidates = np.empty((count, joints.shape[1]))
     sources = np.empty(count, dtype=np.int64)
@@ -293,9 +301,18 @@ def _before(keys, a, b):
 
 @njit(cache=True)
 def _best_per_pose(
-    joints, position_errors, orientation_errors, shifts, bounds, full_turn, settings, best, sources
+    joints,
+    position_errors,
+    orientation_errors,
+    shifts,
+    bounds,
+    full_turn,
+    setting_values,
+    best,
+    sources,
 ):
     """_rank without a seed for every pose of joints (B, K, n); fills best (B, n), sources (B,)."""
+    settings = named(setting_values)
     count, k, n = joints.shape
     candidates = np.empty((k * shifts.shape[0], n))
     origins = np.empty(k * shifts.shape[0], dtype=np.int64)
