@@ -115,6 +115,7 @@ ROSDEP_KEYS = {
     'onnxruntime': 'python3-onnxruntime-pip',
     'numba': 'python3-numba',
     'PyYAML': 'python3-yaml',
+    'yourdfpy': 'python3-yourdfpy-pip',
     'pytest': 'python3-pytest',
     'pytest-timeout': 'python3-pytest-timeout',
     'ros-domain-coordinator': 'domain_coordinator',
@@ -153,19 +154,27 @@ def test_every_python_dependency_has_its_rosdep_key_in_package_xml():
 def test_keys_rosdistro_lacks_are_defined_here_for_the_same_pypi_packages():
     defined = yaml.safe_load((REPO_ROOT / 'rosdep.yaml').read_text())
     by_key = {key: name for name, key in ROSDEP_KEYS.items()}
-    assert set(defined) == {'python3-onnx-pip', 'python3-pytorch-pfn-extras-pip'}
+    assert set(defined) == {
+        'python3-onnx-pip',
+        'python3-pytorch-pfn-extras-pip',
+        'python3-yourdfpy-pip',
+    }
     for key, rules in defined.items():
         for os_name in ('debian', 'ubuntu'):
             assert rules[os_name]['pip']['packages'] == [by_key[key]], (key, os_name)
 
 
 def test_ros_pypi_extra_has_a_wheel_for_every_ros_package_in_package_xml():
-    wheels = set(requirement_names(pyproject()['project']['optional-dependencies']['ros-pypi']))
+    extras = pyproject()['project']['optional-dependencies']
+    wheels = set(requirement_names(extras['ros-pypi']))
     tags = ('buildtool_depend', 'depend', 'exec_depend', 'test_depend')
     ros_packages = {key for key in package_xml_keys(*tags) if '-' not in key}
+    # Published on PyPI under their own names (xacro: ROS's own package, in the robots extra).
+    own_names = {'domain_coordinator': 'ros-domain-coordinator', 'xacro': 'xacro'}
+    wheels |= set(requirement_names(extras['robots']))
     # open_manipulator_msgs: tools/setup.sh builds the compatible one in interfaces/.
     for name in ros_packages - {'open_manipulator_msgs'}:
-        wheel = 'ros-domain-coordinator' if name == 'domain_coordinator' else f'ros-kilted-{name}'
+        wheel = own_names.get(name, f'ros-kilted-{name}')
         assert wheel.replace('_', '-') in wheels, f'{name}: no {wheel} in the ros-pypi extra'
 
 

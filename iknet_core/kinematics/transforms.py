@@ -53,6 +53,19 @@ def rpy_matrix(rpy: tuple[float, float, float]) -> np.ndarray:
     )
 
 
+def rpy_from_matrix(rotation: np.ndarray) -> tuple[float, float, float]:
+    """The URDF roll, pitch, yaw of a rotation matrix (3, 3); rpy_matrix's inverse. At pitch
+    +-pi/2 only roll + yaw (or roll - yaw) is defined: yaw is 0 there."""
+    r = np.asarray(rotation, dtype=np.float64)
+    cos_pitch = math.hypot(r[0, 0], r[1, 0])
+    pitch = math.atan2(-r[2, 0], cos_pitch)
+    if cos_pitch > 1e-12:
+        roll, yaw = math.atan2(r[2, 1], r[2, 2]), math.atan2(r[1, 0], r[0, 0])
+    else:
+        roll, yaw = math.atan2(-r[1, 2], r[1, 1]), 0.0
+    return (roll + 0.0, pitch + 0.0, yaw + 0.0)  # + 0.0: no -0.0 in written files
+
+
 def quaternion_from_matrix(rotation: Array) -> Array:
     """(..., 3, 3) -> (..., 4) unit quaternions (x, y, z, w) with w >= 0 (Shepperd's method)."""
     xp = array_module(rotation)

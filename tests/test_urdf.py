@@ -1,0 +1,169 @@
+"""Chains from URDFs: FK against yourdfpy's own on real arms, the OM-X round trip, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yourdfpy
+
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, example_robots_dir, named_chain
+from iknet_core.kinematics.urdf import UrdfError, chain_from_urdf, chain_to_urdf
+
+needs_example_robots = pytest.mark.skipif(
+    example_robots_dir() is None,
+    reason='example-robot-data is not installed (pip install "iknet[robots]")',
+)
+
+
+def random_joints(chain: Chain, count: int, seed: int = 0) -> np.ndarray:
+    low, high = np.array([joint.limits for joint in chain.joints]).T
+    return np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
+
+
+def worst_fk_difference(chain: Chain, urdf: yourdfpy.URDF, joints: np.ndarray) -> float:
+    """Largest difference of position (m) or rotation entry between iknet's FK and yourdfpy's."""
+    worst = 0.0
+    for q in joints:
+        urdf.update_cfg(dict(zip(chain.joint_names, q, strict=True)))
+        expected = urdf.get_transform(frame_to=chain.tip_frame, frame_from=chain.base_frame)
+        position, rotation = forward_kinematics(chain, q)
+        worst = max(
+            worst,
+            np.abs(np.asarray(position) - expected[:3, 3]).max(),
+            np.abs(np.asarray(rotation) - expected[:3, :3]).max(),
+        )
+    return worst
+
+
+@needs_example_robots
+@pytest.mark.parametrize('name', sorted(EXAMPLE_ROBOTS))
+def test_fk_of_a_parsed_arm_equals_yourdfpys(name: str) -> None:
+    chain = named_chain(name)
+    urdf = yourdfpy.URDF.load(
+        str(example_robots_dir() / EXAMPLE_ROBOTS[name].urdf),
+        load_meshes=False,
+        build_collision_scene_graph=False,
+        load_collision_meshes=False,
+    )
+    movable = [joint.name for joint in urdf.robot.joints if joint.type != 'fixed']
+    assert set(chain.joint_names) <= set(movable)
+    assert worst_fk_difference(chain, urdf, random_joints(chain, 200)) < 1e-12
+
+
+@needs_example_robots
+def test_arms_have_the_joints_and_limits_of_their_urdf() -> None:
+    panda = named_chain('panda')
+    assert panda.joint_names == [f'panda_joint{i}' for i in range(1, 8)]
+    assert panda.joints[3].limits == (-3.0718, -0.0698)
+    assert named_chain('ur5').n_joints == 6
+    # SO-101's gripper jaw is not on the path to gripper_frame_link.
+    assert named_chain('so101').joint_names == [
+        'shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll'
+    ]  # fmt: skip
+
+
+def test_omx_preset_written_as_urdf_reads_back_as_itself() -> None:
+    xml = chain_to_urdf(OMX_CHAIN)
+    chain = chain_from_urdf(xml, OMX_CHAIN.base_frame, OMX_CHAIN.tip_frame)
+    assert chain == OMX_CHAIN  # reach travels as the URDF limit, limits as the soft limits
+    urdf = yourdfpy.URDF.load(Path(write(xml)), load_meshes=False)
+    assert worst_fk_difference(chain, urdf, random_joints(chain, 50)) < 1e-12
+
+
+def test_a_chain_with_rotated_origins_and_tip_survives_the_round_trip() -> None:
+    panda_like = Chain.from_dict(
+        {
+            **OMX_CHAIN.to_dict(),
+            'name': 'rotated',
+            'tip_rpy': (0.3, -1.2, 2.0),
+            'joints': [
+                {**joint, 'origin_rpy': (0.1 * i, np.pi / 2 if i == 1 else -0.4, 0.7)}
+                for i, joint in enumerate(OMX_CHAIN.to_dict()['joints'])
+            ],
+        }
+    )
+    chain = chain_from_urdf(chain_to_urdf(panda_like), 'world', 'end_effector_link')
+    for q in random_joints(chain, 20):
+        expected, got = forward_kinematics(panda_like, q), forward_kinematics(chain, q)
+        np.testing.assert_allclose(got[0], expected[0], atol=1e-12)
+        np.testing.assert_allclose(got[1], expected[1], atol=1e-12)
+
+
+def test_fixed_joints_before_and_after_fold_into_the_chain(tmp_path: Path) -> None:
+    xml = chain_to_urdf(OMX_CHAIN).replace(
+        '<link name="world"/>',
+        '<link name="table"/><link name="world"/>'
+        '<joint name="mount" type="fixed"><parent link="table"/><child link="world"/>'
+        '<origin xyz="0.1 0.2 0.3" rpy="0 0 1.0"/></joint>',
+    )
+    chain = chain_from_urdf(xml, 'table', 'end_effector_link')
+    assert chain.joint_names == OMX_CHAIN.joint_names
+    q = random_joints(chain, 1)[0]
+    position, _ = forward_kinematics(chain, q)
+    local, _ = forward_kinematics(OMX_CHAIN, q)
+    c, s = np.cos(1.0), np.sin(1.0)
+    expected = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ np.asarray(local) + [0.1, 0.2, 0.3]
+    np.testing.assert_allclose(position, expected, atol=1e-12)
+
+
+def test_xacro_file_is_expanded(tmp_path: Path) -> None:
+    pytest.importorskip('xacro', reason='xacro is not installed (pip install "iknet[robots]")')
+    xml = (
+        chain_to_urdf(OMX_CHAIN)
+        .replace(
+            '<robot name="open_manipulator_x">',
+            '<robot name="open_manipulator_x" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+            '<xacro:property name="upper" value="0.128"/>',
+        )
+        .replace('xyz="0.024 0.0 0.128"', 'xyz="0.024 0.0 ${upper}"')
+    )
+    path = tmp_path / 'omx.urdf.xacro'
+    path.write_text(xml.split('?>', 1)[1])
+    assert chain_from_urdf(path, 'world', 'end_effector_link') == OMX_CHAIN
+
+
+def write(xml: str) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile('w', suffix='.urdf', delete=False) as file:
+        file.write(xml)
+    return file.name
+
+
+BAD_DESCRIPTIONS = {
+    'missing link': (
+        chain_to_urdf(OMX_CHAIN), 'world', 'gripper', "tip link 'gripper' is not in robot"
+    ),
+    'tip above base': (
+        chain_to_urdf(OMX_CHAIN), 'joint2_link', 'world', "'world' is not below base link"
+    ),
+    'prismatic': (
+        chain_to_urdf(OMX_CHAIN).replace('name="joint3" type="revolute"', 'name="joint3" '
+                                         'type="prismatic"'),
+        'world', 'end_effector_link', "joint 'joint3' between 'world' and 'end_effector_link' "
+        'is prismatic',
+    ),
+    'mimic': (
+        chain_to_urdf(OMX_CHAIN).replace('<child link="joint2_link"/>',
+                                         '<child link="joint2_link"/><mimic joint="joint1"/>'),
+        'world', 'end_effector_link', "joint 'joint2' between 'world' and 'end_effector_link' "
+        "mimics 'joint1'",
+    ),
+    'malformed XML': ('<robot name="x"><link name="a"></robot>', 'a', 'a', 'not well-formed XML'),
+    'not a robot': ('<robot name="x"><joint name="j" type="revolute"/></robot>', 'a', 'b',
+                    'is not a valid URDF'),
+    'no such file': ('/nonexistent/arm.urdf', 'a', 'b', '/nonexistent/arm.urdf does not exist'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize('case', sorted(BAD_DESCRIPTIONS))
+def test_bad_descriptions_get_one_line_naming_the_problem(case: str) -> None:
+    source, base, tip, expected = BAD_DESCRIPTIONS[case]
+    with pytest.raises(UrdfError) as error:
+        chain_from_urdf(source, base, tip)
+    message = str(error.value)
+    assert expected in message and '\n' not in message, message
