@@ -1,7 +1,8 @@
 """`iknet-test` / `ros2 run iknet test`: how far from the target the arm ends up, in mm.
 
-Runs a trained model (or another solver: --solver) on recorded poses, measures the end-effector
-error of FK(prediction) against each recorded pose, and writes a table, a JSON report and plots.
+Runs a trained model (or another solver: --solver) on recorded poses (for an arm without
+recordings: poses of joints drawn uniformly in its limits), measures the end-effector error of
+FK(prediction) against each target pose, and writes a table, a JSON report and plots.
 """
 
 from __future__ import annotations
@@ -24,10 +25,20 @@ from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
-from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
+from iknet_train.cli import (
+    add_chain_arguments,
+    add_model_argument,
+    add_recording_arguments,
+    chain_from_args,
+    check_same_chain,
+    recordings_from_args,
+)
 from iknet_train.data import Recording
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
+from iknet_train.synthetic import limit_ranges, synthetic_samples
 from iknet_train.timing import time_solver
+
+logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_model_argument(parser)
+    add_chain_arguments(parser)
     add_recording_arguments(parser, TEST_DATA)
+    parser.add_argument(
+        '--samples',
+        type=int,
+        default=10000,
+        help='for an arm without recordings (not the OM-X, no --data): poses of this many joint '
+        'vectors drawn uniformly in its limits',
+    )
+    parser.add_argument('--seed', type=int, default=0, help='seed of the sampled poses')
     parser.add_argument(
         '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
     )
@@ -78,16 +98,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
+    """The CSV flags' and --data's recordings; the shipped test recording for the OM-X."""
+    if chain != OMX_CHAIN and args.data is None and not args.kinematics_pose_csv:
+        return []
     return recordings_from_args(args, chain, TEST_DATA)
 
 
 def evaluate(args: argparse.Namespace) -> dict:
-    """Accuracy and speed of the model on the test recordings; writes the JSON and plots."""
+    """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
     about, solver = method_under_test(args)
     chain = solver.chain
     recordings = test_recordings(args, chain)
-    poses = np.concatenate([r.poses for r in recordings])
-    joints = np.concatenate([r.joints for r in recordings])
+    if recordings:
+        poses = np.concatenate([r.poses for r in recordings])
+        joints = np.concatenate([r.joints for r in recordings])
+    else:
+        poses, joints = synthetic_samples(chain, args.samples, args.seed, limit_ranges(chain))
+        logger.info(
+            '%s: no recordings; %d poses of joints uniform in its limits (seed %d)',
+            chain.name, args.samples, args.seed,
+        )  # fmt: skip
     positions, rotations = poses[:, :3], matrix_from_quaternion(poses[:, 3:])
     _, timing = time_solver(
         solver.solve,
@@ -104,8 +134,10 @@ def evaluate(args: argparse.Namespace) -> dict:
 
     report = {
         **about,
+        'chain': chain.name,
         'data': {
             'recordings': [r.source for r in recordings],
+            'sampled_poses': 0 if recordings else len(poses),
             'dropped_poses': sum(r.dropped_poses for r in recordings),
             'dropped_joint_states': sum(r.dropped_joint_states for r in recordings),
         },
@@ -149,7 +181,11 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
         if args.solver in NETWORK_SOLVERS
         else None
     )
-    chain = network.chain if network is not None else OMX_CHAIN
+    asked = chain_from_args(args)
+    if network is not None:
+        chain = check_same_chain(asked, network.chain, network.model_path)
+    else:
+        chain = asked or OMX_CHAIN
     solver = build_solver(args.solver, chain, network, DEFAULT_SETTINGS)
     return {'solver': args.solver, **loaded_model(network)}, solver
 

@@ -36,6 +36,11 @@ def default_ranges(chain: Chain) -> np.ndarray:
     return np.array([joint.reach for joint in chain.joints])
 
 
+def limit_ranges(chain: Chain) -> np.ndarray:
+    """(n, 2) each joint's software limits (rad): where test poses of an arm are drawn."""
+    return np.array([joint.limits for joint in chain.joints], dtype=np.float64)
+
+
 def sample_joints(n: int, ranges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """n joint vectors uniform in ranges (n_joints, 2) rad -> (n, n_joints)."""
     ranges = np.asarray(ranges, dtype=np.float64)

@@ -27,7 +27,12 @@ from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model
 from iknet_core.resources import TRAIN_DATA
-from iknet_train.cli import add_recording_arguments, recordings_from_args
+from iknet_train.cli import (
+    add_chain_arguments,
+    add_recording_arguments,
+    chain_from_args,
+    recordings_from_args,
+)
 from iknet_train.data import (
     Recording,
     drop_repeats,
@@ -84,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-train', description=__doc__, formatter_class=HelpFormatter
     )
-    data = parser.add_argument_group('data')
+    add_chain_arguments(parser)
+    data = parser.add_argument_group('data (default: the shipped recordings for the OM-X)')
     add_recording_arguments(data, TRAIN_DATA, allow_none=True)
     data.add_argument(
         '--synthetic',
@@ -174,7 +180,10 @@ def seed_everything(seed: int) -> None:
 
 
 def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
-    """Recordings from the CSV flags and --data, rest rows left out."""
+    """Recordings from the CSV flags and --data, rest rows left out. The shipped recordings are
+    the default for the OM-X only; another arm trains on synthetic data unless given some."""
+    if chain != OMX_CHAIN and args.data is None and not args.kinematics_pose_csv:
+        return []
     return [drop_repeats(r) for r in recordings_from_args(args, chain, TRAIN_DATA)]
 
 
@@ -226,7 +235,7 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
     started = time.monotonic()
     seed_everything(args.seed)
     device = resolve_device(args.device)
-    chain = OMX_CHAIN
+    chain = chain_from_args(args) or OMX_CHAIN
     defaults = TRAIN_DEFAULTS[args.model]
     settings = {
         key: value if getattr(args, key, None) is None else getattr(args, key)
@@ -237,7 +246,7 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
     )
 
-    model = build_model(args.model, json.loads(args.model_config))
+    model = build_model(args.model, {'n_joints': chain.n_joints, **json.loads(args.model_config)})
     train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
     model.fit_normalization(train_poses)
     model.to(device)
