@@ -1,6 +1,8 @@
-"""`iknet-bench` / `ros2 run iknet bench`: every IK solver side by side on recorded poses.
+"""`iknet-bench` / `ros2 run iknet bench`: every IK solver side by side on the same poses.
 
-Errors are FK(solution) against each recorded pose (mm, degrees); "solved" means within the
+The poses are recorded ones (the shipped test recording for the OM-X), or for an arm without
+recordings FK of joints uniform in its limits (--samples, --seed). Errors are FK(solution)
+against each target pose (mm, degrees); "solved" means within the
 tolerance with joints the arm can take. Timings run on one thread: the median of single `solve()`
 calls, and solutions per second of whole-dataset `solve_batch()` calls. Peer libraries
 (`pip install '.[peers]'`) join when installed. Writes bench.json, bench.md and bench.png.
@@ -29,12 +31,24 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors, summary, within_mm
 from iknet_core.resources import TEST_DATA
-from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
+from iknet_core.solvers.factory import (
+    NETWORK_SOLVERS,
+    SOLVER_NAMES,
+    available_solvers,
+    build_solver,
+)
 from iknet_core.solvers.network import BACKENDS, NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
 from iknet_core.solvers.settings import SolverSettings
-from iknet_train.cli import add_model_argument, add_recording_arguments, recordings_from_args
+from iknet_train.cli import (
+    add_chain_arguments,
+    add_model_argument,
+    add_target_arguments,
+    chain_from_args,
+    check_same_chain,
+    target_poses,
+)
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
 from iknet_train.timing import time_solver
 
@@ -62,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f'solvers to run, of {", ".join(ALL_SOLVERS)}; peer libraries that are not '
         'installed are skipped with a note',
     )
-    add_recording_arguments(parser, TEST_DATA)
+    add_chain_arguments(parser)
+    add_target_arguments(parser, TEST_DATA)
     add_model_argument(parser)
     parser.add_argument('--device', choices=DEVICES, default='auto', help='where the network runs')
     parser.add_argument(
@@ -102,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         '--seed',
         type=int,
         default=0,
-        help='seed of the random retries of pytorch-kinematics (roboticstoolbox draws its own)',
+        help='seed of sampled poses and of the random retries of pytorch-kinematics '
+        '(roboticstoolbox draws its own)',
     )
     parser.add_argument(
         '--out', type=Path, default=Path('bench_result'), help=f'directory for {REPORT_NAMES}'
@@ -147,12 +163,15 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     tolerance = Tolerance(args.position_tolerance, args.orientation_tolerance)
     names = list(dict.fromkeys(args.solvers))
     wants_network = any(name in NETWORK_SOLVERS for name in names)
-    proposer = NetworkProposer(args.model, args.device, args.backend) if wants_network else None
-    chain = proposer.chain if proposer else OMX_CHAIN
+    asked = chain_from_args(args)
+    # The shipped model is the OM-X's: another arm's network solvers need its --model.
+    if wants_network and (args.model is not None or asked in (None, OMX_CHAIN)):
+        proposer = NetworkProposer(args.model, args.device, args.backend)
+        chain = check_same_chain(asked, proposer.chain, proposer.model_path)
+    else:
+        proposer, chain = None, asked or OMX_CHAIN
 
-    recordings = recordings_from_args(args, chain, TEST_DATA)
-    poses = np.concatenate([r.poses for r in recordings])
-    recorded = np.concatenate([r.joints for r in recordings])
+    poses, recorded, source = target_poses(args, chain, TEST_DATA)
     if args.max_poses is not None and args.max_poses < len(poses):
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
         poses, recorded = poses[keep], recorded[keep]
@@ -161,8 +180,10 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     recorded_error, _ = pose_errors(chain, recorded, poses)
 
     report = {
+        'chain': chain.name,
+        'seed': args.seed,
         'data': {
-            'recordings': [r.source for r in recordings],
+            **source,
             'n_poses': len(poses),
             'reachable': float(reachable.mean()),
             'recorded_joints_within_limits': float(policy.within_limits(recorded).mean()),
@@ -214,6 +235,10 @@ def make_contender(
             return f'not installed ({error}; in the iknet checkout: pip install ".[peers]")'
         except Exception as error:  # a peer that fails to build is reported, not fatal
             return f'{PEER_PACKAGES[name][1]} failed to build: {type(error).__name__}: {error}'
+    if name not in available_solvers(chain, proposer):
+        if name in NETWORK_SOLVERS:
+            return f'no model for chain {chain.name!r} (give --model)'
+        return f'not available for chain {chain.name!r}'
     solver = build_solver(name, chain, proposer, SolverSettings(tolerance=tolerance))
     description = proposer.describe() if name.startswith('network') else DESCRIPTIONS[name]
     if name == 'network+refine':
@@ -276,11 +301,16 @@ def _percent(value: float | None) -> str:
 def format_markdown(report: dict) -> str:
     """The report as Markdown: settings, accuracy table, success and speed table, notes."""
     data, tolerance, host = report['data'], report['tolerance'], report['machine']
+    origin = (
+        f'from {", ".join(data["recordings"])}'
+        if data['recordings']
+        else f'of joints uniform in the limits (seed {report.get("seed", 0)})'
+    )
     lines = [
-        '# iknet-bench',
+        f'# iknet-bench: {report["chain"]}',
         '',
-        f'{data["n_poses"]} poses from {", ".join(data["recordings"])}; errors are FK(solution) '
-        'against the recorded pose. Solved: within '
+        f'{data["n_poses"]} poses {origin}; errors are FK(solution) '
+        'against the target pose. Solved: within '
         f'{tolerance["position_m"] * 1e3:g} mm and {tolerance["orientation_rad"]:g} rad with '
         f'joints the arm can take; {_percent(data["reachable"])} of the poses are reachable '
         '(their recorded joints meet that tolerance); the recorded joints are inside the '

@@ -4,13 +4,19 @@ model."""
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
-from iknet_core.kinematics.chain import Chain
+import numpy as np
+
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
+from iknet_train.synthetic import limit_ranges, synthetic_samples
+
+logger = logging.getLogger(__name__)
 
 
 def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +101,48 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
     elif args.data:
         pairs += find_recordings(args.data)
     return load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None:
+    """Where test poses come from: the recording flags, or --samples for an arm without any.
+    The parser also needs --seed (it seeds the samples)."""
+    add_recording_arguments(parser, default)
+    parser.add_argument(
+        '--samples',
+        type=int,
+        default=10000,
+        help='for an arm without recordings (not the OM-X, no --data): poses of this many joint '
+        'vectors drawn uniformly in its limits',
+    )
+
+
+def target_poses(
+    args: argparse.Namespace, chain: Chain, default: Path
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Poses (B, 7) with joints that reach them (B, n), and where they come from: recordings
+    (the shipped ones for the OM-X), else FK of joints uniform in the limits (--samples)."""
+    if chain == OMX_CHAIN or args.data is not None or args.kinematics_pose_csv:
+        recordings = recordings_from_args(args, chain, default)
+        source = {
+            'recordings': [r.source for r in recordings],
+            'sampled_poses': 0,
+            'dropped_poses': sum(r.dropped_poses for r in recordings),
+            'dropped_joint_states': sum(r.dropped_joint_states for r in recordings),
+        }
+        return (
+            np.concatenate([r.poses for r in recordings]),
+            np.concatenate([r.joints for r in recordings]),
+            source,
+        )
+    if args.samples < 1:
+        raise ValueError(f'--samples must be >= 1, got {args.samples}')
+    poses, joints = synthetic_samples(chain, args.samples, args.seed, limit_ranges(chain))
+    logger.info(
+        '%s has no recordings here: %d poses of joints uniform in its limits (seed %d)',
+        chain.name, args.samples, args.seed,
+    )  # fmt: skip
+    source = {'recordings': [], 'sampled_poses': len(poses)}
+    return poses, joints, {**source, 'dropped_poses': 0, 'dropped_joint_states': 0}
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from iknet_core.device import DEVICES
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import OMX_CHAIN
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
 from iknet_core.resources import TEST_DATA
@@ -28,17 +28,13 @@ from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import (
     add_chain_arguments,
     add_model_argument,
-    add_recording_arguments,
+    add_target_arguments,
     chain_from_args,
     check_same_chain,
-    recordings_from_args,
+    target_poses,
 )
-from iknet_train.data import Recording
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
-from iknet_train.synthetic import limit_ranges, synthetic_samples
 from iknet_train.timing import time_solver
-
-logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,14 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_argument(parser)
     add_chain_arguments(parser)
-    add_recording_arguments(parser, TEST_DATA)
-    parser.add_argument(
-        '--samples',
-        type=int,
-        default=10000,
-        help='for an arm without recordings (not the OM-X, no --data): poses of this many joint '
-        'vectors drawn uniformly in its limits',
-    )
+    add_target_arguments(parser, TEST_DATA)
     parser.add_argument('--seed', type=int, default=0, help='seed of the sampled poses')
     parser.add_argument(
         '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
@@ -97,27 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def test_recordings(args: argparse.Namespace, chain: Chain) -> list[Recording]:
-    """The CSV flags' and --data's recordings; the shipped test recording for the OM-X."""
-    if chain != OMX_CHAIN and args.data is None and not args.kinematics_pose_csv:
-        return []
-    return recordings_from_args(args, chain, TEST_DATA)
-
-
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
     about, solver = method_under_test(args)
     chain = solver.chain
-    recordings = test_recordings(args, chain)
-    if recordings:
-        poses = np.concatenate([r.poses for r in recordings])
-        joints = np.concatenate([r.joints for r in recordings])
-    else:
-        poses, joints = synthetic_samples(chain, args.samples, args.seed, limit_ranges(chain))
-        logger.info(
-            '%s: no recordings; %d poses of joints uniform in its limits (seed %d)',
-            chain.name, args.samples, args.seed,
-        )  # fmt: skip
+    poses, joints, source = target_poses(args, chain, TEST_DATA)
     positions, rotations = poses[:, :3], matrix_from_quaternion(poses[:, 3:])
     _, timing = time_solver(
         solver.solve,
@@ -135,12 +108,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     report = {
         **about,
         'chain': chain.name,
-        'data': {
-            'recordings': [r.source for r in recordings],
-            'sampled_poses': 0 if recordings else len(poses),
-            'dropped_poses': sum(r.dropped_poses for r in recordings),
-            'dropped_joint_states': sum(r.dropped_joint_states for r in recordings),
-        },
+        'data': source,
         **accuracy_report(chain, predicted, poses, joints),
         'reference_loss': reference_loss(predicted, joints, args.batch_size),
         'time_per_query_us': timing['single_query_median_us'],

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.solvers.result import Tolerance
 
 PEER_NAMES = ('roboticstoolbox', 'pytorch-kinematics', 'ikpy')
@@ -49,37 +50,6 @@ class Contender:
     solve_one: Callable[[np.ndarray, np.ndarray], object]
     # (B, 3) m, (B, 3, 3) -> (B, n) rad: the library's batch call, else a loop of single calls.
     solve_many: Callable[[np.ndarray, np.ndarray], np.ndarray]
-
-
-def urdf_from_chain(chain: Chain) -> str:
-    """The chain as URDF text: links base, link1..n, tip; joint limits = each joint's reach."""
-    links = [chain.base_frame, *(f'link{i + 1}' for i in range(chain.n_joints)), chain.tip_frame]
-    lines = ['<?xml version="1.0"?>', f'<robot name="{chain.name}">']
-    lines += [f'  <link name="{link}"/>' for link in links]
-    for i, joint in enumerate(chain.joints):
-        low, high = joint.reach
-        lines += [
-            f'  <joint name="{joint.name}" type="revolute">',
-            f'    <parent link="{links[i]}"/>',
-            f'    <child link="{links[i + 1]}"/>',
-            f'    <origin xyz="{_triple(joint.origin_xyz)}" rpy="{_triple(joint.origin_rpy)}"/>',
-            f'    <axis xyz="{_triple(joint.axis)}"/>',
-            f'    <limit lower="{low!r}" upper="{high!r}" effort="1.0" velocity="4.8"/>',
-            '  </joint>',
-        ]
-    lines += [
-        f'  <joint name="{chain.tip_frame}_joint" type="fixed">',
-        f'    <parent link="{links[-2]}"/>',
-        f'    <child link="{links[-1]}"/>',
-        f'    <origin xyz="{_triple(chain.tip_xyz)}" rpy="{_triple(chain.tip_rpy)}"/>',
-        '  </joint>',
-        '</robot>',
-    ]
-    return '\n'.join(lines) + '\n'
-
-
-def _triple(values: tuple[float, float, float]) -> str:
-    return ' '.join(repr(float(v)) for v in values)
 
 
 def is_installed(name: str) -> bool:
@@ -116,7 +86,7 @@ def _roboticstoolbox(chain: Chain, tolerance: Tolerance, seed: int) -> Contender
     import roboticstoolbox
     from roboticstoolbox.models.URDF.URDFRobot import URDF_file
 
-    elinks, robot_name, _ = URDF_file(io.StringIO(urdf_from_chain(chain)))
+    elinks, robot_name, _ = URDF_file(io.StringIO(chain_to_urdf(chain)))
     ets = roboticstoolbox.Robot(elinks, name=robot_name).ets(end=chain.tip_frame)
     # Its tolerance is on E = 0.5 * e^T e (e: m and rad): a position error of tolerance.position.
     residual = 0.5 * tolerance.position**2
@@ -141,7 +111,7 @@ def _pytorch_kinematics(chain: Chain, tolerance: Tolerance, seed: int) -> Conten
     import pytorch_kinematics as pk
     import torch
 
-    serial = pk.build_serial_chain_from_urdf(urdf_from_chain(chain), chain.tip_frame)
+    serial = pk.build_serial_chain_from_urdf(chain_to_urdf(chain), chain.tip_frame)
     serial = serial.to(dtype=torch.float64)
     limits = torch.tensor([joint.reach for joint in chain.joints], dtype=torch.float64)
     torch.manual_seed(seed)
@@ -185,7 +155,7 @@ def _ikpy(chain: Chain, tolerance: Tolerance, seed: int) -> Contender:
 
     with tempfile.TemporaryDirectory(prefix='iknet-bench-') as directory:
         path = Path(directory) / f'{chain.name}.urdf'
-        path.write_text(urdf_from_chain(chain))
+        path.write_text(chain_to_urdf(chain))
         # Links: the base origin, the joints, the fixed tip; only the joints move.
         mask = [False, *([True] * chain.n_joints), False]
         ikpy_chain = IkpyChain.from_urdf_file(

@@ -180,7 +180,9 @@ def test_ros_pypi_extra_has_a_wheel_for_every_ros_package_in_package_xml():
 
 def test_console_scripts_point_at_mains():
     scripts = pyproject()['project']['scripts']
-    assert set(scripts) == {'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench'}
+    assert set(scripts) == {
+        'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain'
+    }  # fmt: skip
     for script, target in scripts.items():
         module, function = target.split(':')
         assert function == 'main' and callable(importlib.import_module(module).main), script

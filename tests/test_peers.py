@@ -1,10 +1,9 @@
-"""Peer libraries: the chain as URDF, ikpy without its usage pixel, no traffic off the machine."""
+"""Peer libraries: ikpy without its usage pixel, no traffic off the machine."""
 
 from __future__ import annotations
 
 import socket
 import sys
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -15,21 +14,6 @@ from iknet_core.metrics import pose_errors
 from iknet_core.solvers.result import Tolerance
 from iknet_train import peers
 from iknet_train.synthetic import synthetic_samples
-
-
-def test_urdf_has_the_chain_joints_with_their_reach_as_limits() -> None:
-    robot = ElementTree.fromstring(peers.urdf_from_chain(OMX_CHAIN))
-    joints = robot.findall('joint')
-    assert [j.get('name') for j in joints[:4]] == OMX_CHAIN.joint_names
-    assert [j.get('type') for j in joints] == ['revolute'] * 4 + ['fixed']
-    for element, joint in zip(joints, OMX_CHAIN.joints, strict=False):
-        origin = [float(v) for v in element.find('origin').get('xyz').split()]
-        assert origin == list(joint.origin_xyz)
-        limit = element.find('limit')
-        assert (float(limit.get('lower')), float(limit.get('upper'))) == joint.reach
-    tip = joints[-1]
-    assert tip.find('child').get('link') == OMX_CHAIN.tip_frame
-    assert [float(v) for v in tip.find('origin').get('xyz').split()] == list(OMX_CHAIN.tip_xyz)
 
 
 @pytest.fixture

@@ -1,0 +1,59 @@
+"""`iknet-chain`: the chain iknet reads for an arm, to check a URDF before training on it, and the
+OM-X preset (or any chain) written out as a URDF."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.urdf import chain_to_urdf
+from iknet_train.cli import add_chain_arguments, chain_from_args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-chain',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_chain_arguments(parser)
+    parser.add_argument(
+        '--write-urdf', type=Path, default=None, help='write the chain as a URDF to this file'
+    )
+    parser.add_argument('--json', action='store_true', help='print the chain as JSON')
+    return parser
+
+
+def describe(chain: Chain) -> str:
+    """The chain as a table: joints, axes, software limits and reach in degrees."""
+    lines = [f'{chain.name}: {chain.n_joints} joints from {chain.base_frame} to {chain.tip_frame}']
+    for joint in chain.joints:
+        limits = ' .. '.join(f'{math.degrees(v):7.1f}' for v in joint.limits)
+        reach = ' .. '.join(f'{math.degrees(v):7.1f}' for v in joint.reach)
+        axis = ' '.join(f'{a:+.3f}' for a in joint.axis)
+        lines.append(f'  {joint.name:24} axis {axis}   limits {limits} deg   reach {reach} deg')
+    return '\n'.join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        chain = chain_from_args(args) or OMX_CHAIN
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-chain: error: {error}', file=sys.stderr)
+        return 1
+    print(json.dumps(chain.to_dict(), indent=2) if args.json else describe(chain))
+    if args.write_urdf is not None:
+        args.write_urdf.parent.mkdir(parents=True, exist_ok=True)
+        args.write_urdf.write_text(chain_to_urdf(chain))
+        print(f'wrote {args.write_urdf} (base {chain.base_frame}, tip {chain.tip_frame})')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
