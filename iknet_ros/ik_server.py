@@ -19,11 +19,13 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from iknet.srv import SolveIK
-from iknet_core.kinematics.chain import OMX_CHAIN
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
+from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
@@ -37,21 +39,32 @@ from iknet_ros.requests import RequestError, Target, check_path_time, check_seed
 
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+# As robot_state_publisher publishes it: the last description waits for late subscribers.
+robot_description_qos = QoSProfile(
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 
 
 class IKServer(Node):
     def __init__(self) -> None:
         super().__init__('ik_server')
         self.config = parameters.declare(self)
-        self.solvers = self.build_solvers()
+        self.solvers: dict[str, Solver] = {}
+        self.chain: Chain | None = None
+        self.base_frame = self.config.base_frame
+        config = self.config
+        if config.urdf or not config.robot_description_topic:
+            self.prepare(config.urdf)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self._latest_joints: dict[str, float] = {}
         self.commander = make_commander(
             self,
-            self.config.command_interface,
-            self.config.goal_joint_space_path_service,
-            self.config.joint_trajectory_topic,
-            self.config.command_timeout,
+            config.command_interface,
+            config.goal_joint_space_path_service,
+            config.joint_trajectory_topic,
+            config.command_timeout,
         )
         self.create_service(
             SolveIK,
@@ -67,34 +80,35 @@ class IKServer(Node):
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
         self.create_subscription(
-            JointState, self.config.joint_states_topic, self.on_joint_states, latest_state_qos
+            JointState, config.joint_states_topic, self.on_joint_states, latest_state_qos
         )
+        if not self.solvers:
+            self.get_logger().info(
+                f'waiting for the robot description on {config.robot_description_topic}'
+            )
+            self.create_subscription(
+                String,
+                config.robot_description_topic,
+                self.on_robot_description,
+                robot_description_qos,
+            )
 
-    def build_solvers(self) -> dict[str, Solver]:
-        """Every solver the `solver` parameter can pick for this arm, sharing one network.
-
-        A model that cannot be loaded is fatal only when the chosen solver needs it.
-        """
+    def prepare(self, description: str) -> None:
+        """The chain (from the description, else the model, else the OM-X) and every solver
+        the `solver` parameter can pick for it, sharing one network."""
         config = self.config
         started = time.monotonic()
         self.get_logger().info(
             'preparing the solvers: loading the model and the compiled kernels (a first start '
             'after an install compiles them, which takes up to a minute on a slow machine)'
         )
-        network = None
-        try:
-            network = NetworkProposer(config.model_path or None, config.device, config.backend)
-            self.get_logger().info(f'loaded {network.describe()}')
-        except (FileNotFoundError, ValueError) as error:
-            if config.solver in NETWORK_SOLVERS:
-                raise
-            self.get_logger().warning(f'serving without a network: {error}')
-        chain = network.chain if network is not None else OMX_CHAIN
-        if chain.joint_names != list(config.joint_names):
-            raise ValueError(
-                f'chain {chain.name!r} has joints {chain.joint_names}, the joint_names '
-                f'parameter says {list(config.joint_names)}'
-            )
+        asked = None
+        if description:
+            if not (config.base_link and config.tip_link):
+                raise ValueError('a robot description needs the base_link and tip_link parameters')
+            asked = chain_from_urdf(description, config.base_link, config.tip_link)
+        network = self.load_network(asked)
+        chain = network.chain if network is not None else asked or OMX_CHAIN
         settings = SolverSettings(
             Tolerance(config.position_tolerance, config.orientation_tolerance),
             config.orientation_weight,
@@ -102,18 +116,53 @@ class IKServer(Node):
         )
         names = available_solvers(chain, network)
         if config.solver not in names:
+            needs = (
+                ' (network solvers need a model_path trained for it)' if network is None else ''
+            )
             raise ValueError(
-                f'solver {config.solver!r} is not available for {chain.name}: {names}'
+                f'solver {config.solver!r} is not available for {chain.name}{needs}: {names}'
             )
         solvers = {name: build_solver(name, chain, network, settings) for name in names}
         for solver in solvers.values():
             exercise(solver)  # loads the compiled code now, not in the first request
+        self.chain, self.base_frame = chain, config.base_frame or chain.base_frame
+        self.solvers = solvers
         seconds = time.monotonic() - started
         self.get_logger().info(
-            f'ready in {seconds:.1f} s: solver {config.solver}; available: {list(solvers)}'
+            f'ready in {seconds:.1f} s for {chain.name} ({", ".join(chain.joint_names)}; '
+            f'targets in {self.base_frame}): solver {config.solver}; available: {list(solvers)}'
             + (' (the kernels were compiled and cached for the next start)' if seconds > 5 else '')
         )
-        return solvers
+
+    def load_network(self, asked: Chain | None) -> NetworkProposer | None:
+        """The model, or None where the server can serve without one. A model for another arm
+        than the description's is fatal when given, passed over when it is the shipped one."""
+        config = self.config
+        try:
+            network = NetworkProposer(config.model_path or None, config.device, config.backend)
+        except (FileNotFoundError, ValueError) as error:
+            if config.solver in NETWORK_SOLVERS:
+                raise
+            self.get_logger().warning(f'serving without a network: {error}')
+            return None
+        if asked is not None and network.chain != asked and not config.model_path:
+            self.get_logger().info(
+                f'serving {asked.name} without a network: the shipped model is for '
+                f'{network.chain.name}'
+            )
+            return None
+        model_chain_for(asked, network.chain, network.model_path)
+        self.get_logger().info(f'loaded {network.describe()}')
+        return network
+
+    def on_robot_description(self, message: String) -> None:
+        """The first robot description that gives a chain prepares the solvers."""
+        if self.solvers:
+            return
+        try:
+            self.prepare(message.data)
+        except ValueError as error:
+            self.get_logger().error(f'cannot serve this robot description: {error}')
 
     def on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
         """Refuse, with a reason, values that are invalid or that this server cannot serve."""
@@ -148,12 +197,12 @@ class IKServer(Node):
     def check_pose(self, pose: Pose, frame_id: str) -> Target:
         """A geometry_msgs/Pose target checked by the request rules; RequestError otherwise."""
         p, o = pose.position, pose.orientation
-        return check_target(
-            [p.x, p.y, p.z], [o.x, o.y, o.z, o.w], frame_id, self.config.base_frame
-        )
+        return check_target([p.x, p.y, p.z], [o.x, o.y, o.z, o.w], frame_id, self.base_frame)
 
     def solve_ik(self, request: SolveIK.Request, response: SolveIK.Response) -> SolveIK.Response:
         """Answer a SolveIK request; any failure is `success: false` with the reason."""
+        if not self.solvers:
+            return SolveIK.Response(success=False, message=self.not_ready())
         try:
             return self.answer_solve_ik(request, response)
         except Exception as error:  # a service callback must never take the node down
@@ -167,7 +216,7 @@ class IKServer(Node):
     ) -> SolveIK.Response:
         try:
             target = self.check_pose(request.target.pose, request.target.header.frame_id)
-            seed = check_seed(request.seed.name, request.seed.position, self.config.joint_names)
+            seed = check_seed(request.seed.name, request.seed.position, self.chain.joint_names)
             if request.solver and request.solver not in self.solvers:
                 raise RequestError(
                     f'solver {request.solver!r} is not available; one of {sorted(self.solvers)}'
@@ -180,11 +229,11 @@ class IKServer(Node):
             target, seed, max(1, request.max_solutions), request.refine, request.solver
         )
         response.solutions = [
-            JointState(name=list(self.config.joint_names), position=[float(v) for v in q])
+            JointState(name=list(self.chain.joint_names), position=[float(v) for v in q])
             for q in solutions.joints
         ]
         for message in response.solutions:
-            message.header.frame_id = self.config.base_frame
+            message.header.frame_id = self.base_frame
         response.position_errors = [float(e) for e in solutions.position_errors]
         response.orientation_errors = [float(e) for e in solutions.orientation_errors]
         response.within_limits = [bool(w) for w in solutions.within_limits]
@@ -197,6 +246,9 @@ class IKServer(Node):
     ) -> SetKinematicsPose.Response:
         """Solve and move; is_planned false on any failure, logged with the reason."""
         response.is_planned = False
+        if not self.solvers:
+            self.get_logger().warning(f'goal_task_space_path: {self.not_ready()}')
+            return response
         try:
             return await self.move_to_pose(request, response)
         except Exception:  # a service callback must never take the node down
@@ -216,7 +268,7 @@ class IKServer(Node):
             path_time = check_path_time(request.path_time)
             current = dict(self._latest_joints)
             seed = (
-                check_seed(list(current), list(current.values()), self.config.joint_names)
+                check_seed(list(current), list(current.values()), self.chain.joint_names)
                 if current
                 else None
             )
@@ -228,7 +280,7 @@ class IKServer(Node):
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
         accepted, reason = await self.commander.command(
-            self.config.joint_names, solutions.joints[0], path_time
+            self.chain.joint_names, solutions.joints[0], path_time
         )
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')
@@ -239,6 +291,9 @@ class IKServer(Node):
         )
         response.is_planned = True
         return response
+
+    def not_ready(self) -> str:
+        return f'not ready: no robot description on {self.config.robot_description_topic} yet'
 
     def on_joint_states(self, message: JointState) -> None:
         if len(message.name) == len(message.position):

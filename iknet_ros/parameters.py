@@ -18,11 +18,14 @@ from iknet_ros.arm_command import COMMAND_INTERFACES
 @dataclass(frozen=True)
 class ServerConfig:
     model_path: str = ''
+    urdf: str = ''
+    base_link: str = ''
+    tip_link: str = ''
+    robot_description_topic: str = ''
     device: str = 'auto'
     backend: str = 'compiled'
     solver: str = 'network+refine'
-    base_frame: str = 'world'
-    joint_names: tuple[str, ...] = ('joint1', 'joint2', 'joint3', 'joint4')
+    base_frame: str = ''
     refine_iterations: int = DEFAULT_SETTINGS.max_iterations
     position_tolerance: float = DEFAULT_SETTINGS.tolerance.position
     orientation_tolerance: float = DEFAULT_SETTINGS.tolerance.orientation
@@ -35,12 +38,21 @@ class ServerConfig:
 
 
 DESCRIPTIONS = {
-    'model_path': "checkpoint file (.pt); '' = the shipped OM-X model",
+    'model_path': ("checkpoint file (.pt); '' = the shipped OM-X model where the arm is the OM-X"),
+    'urdf': (
+        'the arm: a .urdf or .urdf.xacro file, or the URDF XML itself (with base_link and '
+        "tip_link); '' = the model's chain"
+    ),
+    'base_link': 'link the chain starts at, in urdf or the robot description',
+    'tip_link': 'link the chain ends at (the end effector), in urdf or the robot description',
+    'robot_description_topic': (
+        'read the arm from this topic (transient local, as robot_state_publisher and MoveIt '
+        "publish /robot_description) when urdf is ''; '' = do not wait for one"
+    ),
     'device': f'where the network runs: one of {DEVICES} (auto = CUDA when present)',
     'backend': f'network runtime: one of {BACKENDS} (compiled = numba, fastest per query)',
     'solver': f'default solver: one of {SOLVERS}; a request with refine=true always refines',
-    'base_frame': 'frame of target poses and of the chain base',
-    'joint_names': "the chain's joints in order, as in /joint_states",
+    'base_frame': "frame of target poses; '' = the chain's base link",
     'refine_iterations': 'most Levenberg-Marquardt iterations per refinement',
     'position_tolerance': 'success threshold on FK position error (m)',
     'orientation_tolerance': 'success threshold on FK orientation error (rad)',
@@ -75,8 +87,6 @@ def check_value(name: str, value) -> str | None:
         return f'orientation_weight must be >= 0 m/rad, got {value}'
     if name == 'refine_iterations' and value < 1:
         return f'refine_iterations must be at least 1, got {value}'
-    if name == 'joint_names' and (not value or len(set(value)) != len(value)):
-        return f'joint_names must be distinct names, got {list(value)}'
     return None
 
 
@@ -90,7 +100,7 @@ def declare(node: Node) -> ServerConfig:
         default = getattr(defaults, field.name)
         node.declare_parameter(
             field.name,
-            list(default) if isinstance(default, tuple) else default,
+            default,
             ParameterDescriptor(
                 description=DESCRIPTIONS[field.name], read_only=field.name in READ_ONLY
             ),
@@ -101,7 +111,7 @@ def declare(node: Node) -> ServerConfig:
         problem = check_value(field.name, value)
         if problem:
             raise ValueError(problem)
-        values[field.name] = tuple(value) if field.name == 'joint_names' else value
+        values[field.name] = value
     return ServerConfig(**values)
 
 

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.device import DEVICES
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors, summary, within_mm
 from iknet_core.resources import TEST_DATA
@@ -46,7 +46,6 @@ from iknet_train.cli import (
     add_model_argument,
     add_target_arguments,
     chain_from_args,
-    check_same_chain,
     target_poses,
 )
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
@@ -167,7 +166,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     # The shipped model is the OM-X's: another arm's network solvers need its --model.
     if wants_network and (args.model is not None or asked in (None, OMX_CHAIN)):
         proposer = NetworkProposer(args.model, args.device, args.backend)
-        chain = check_same_chain(asked, proposer.chain, proposer.model_path)
+        chain = model_chain_for(asked, proposer.chain, proposer.model_path)
     else:
         proposer, chain = None, asked or OMX_CHAIN
 

@@ -48,16 +48,6 @@ def chain_from_args(args: argparse.Namespace) -> Chain | None:
     return named_chain(args.chain) if args.chain is not None else None
 
 
-def check_same_chain(chain: Chain | None, model_chain: Chain, model: Path | str) -> Chain:
-    """The model's chain; ValueError naming both when the flags asked for another arm."""
-    if chain is not None and chain != model_chain:
-        raise ValueError(
-            f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
-            f'not {chain.name!r} ({chain.joint_names})'
-        )
-    return model_chain
-
-
 def add_recording_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     default: Path,

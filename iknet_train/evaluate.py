@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from iknet_core.device import DEVICES
-from iknet_core.kinematics.chain import OMX_CHAIN
+from iknet_core.kinematics.chain import OMX_CHAIN, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
 from iknet_core.resources import TEST_DATA
@@ -30,7 +30,6 @@ from iknet_train.cli import (
     add_model_argument,
     add_target_arguments,
     chain_from_args,
-    check_same_chain,
     target_poses,
 )
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
@@ -151,7 +150,7 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
     )
     asked = chain_from_args(args)
     if network is not None:
-        chain = check_same_chain(asked, network.chain, network.model_path)
+        chain = model_chain_for(asked, network.chain, network.model_path)
     else:
         chain = asked or OMX_CHAIN
     solver = build_solver(args.solver, chain, network, DEFAULT_SETTINGS)

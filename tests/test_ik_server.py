@@ -297,9 +297,7 @@ def test_a_solver_the_server_cannot_serve_is_refused_when_set(processes, ros, tm
 @pytest.mark.parametrize('solver', ['network', 'network+refine', 'analytic'])
 def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, solver):
     """iknet-test's solver (method_under_test) and ik_server give the same joints per pose."""
-    from argparse import Namespace
-
-    from iknet_train.evaluate import method_under_test
+    from iknet_train.evaluate import build_parser, method_under_test
 
     processes.start(
         executable('ik_server'), '--ros-args', '-p', f'solver:={solver}', '-p', 'device:=cpu',
@@ -309,7 +307,8 @@ def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, so
     client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     assert client.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
     poses = test_poses(40)
-    _, local = method_under_test(Namespace(solver=solver, model=None, device='cpu'))
+    flags = build_parser().parse_args(['--solver', solver, '--device', 'cpu'])
+    _, local = method_under_test(flags)
     rotations = matrix_from_quaternion(poses[:, 3:])
     expected = [local.solve(p, r).joints[0] for p, r in zip(poses[:, :3], rotations, strict=True)]
     for pose, joints in zip(poses, expected, strict=True):

@@ -110,6 +110,16 @@ OMX_CHAIN = Chain(
 CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
 
 
+def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> Chain:
+    """The chain a model was trained for; ValueError naming both when another arm was asked."""
+    if asked is not None and asked != model_chain:
+        raise ValueError(
+            f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
+            f'not {asked.name!r} ({asked.joint_names})'
+        )
+    return model_chain
+
+
 def chain_preset(name: str) -> Chain:
     """Look up a chain shipped with iknet by name."""
     try:

@@ -138,7 +138,8 @@ def chain_to_urdf(chain: Chain) -> str:
             soft_upper_limit=repr(joint.limits[1]),
             k_velocity='0.0',
         )
-    return etree.tostring(tree, pretty_print=True, xml_declaration=True, encoding='utf-8').decode()
+    # No encoding in the declaration: lxml (pytorch-kinematics, yourdfpy) refuses one in a str.
+    return '<?xml version="1.0"?>\n' + etree.tostring(tree, pretty_print=True, encoding='unicode')
 
 
 def _parse(xml: str, label: str):

@@ -1,0 +1,90 @@
+"""The IK server for an arm given as a URDF: a file, or /robot_description as MoveIt has it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from test_chain_tool import LONG_ARM
+from test_ik_server import solve_request
+
+from iknet.srv import SolveIK
+from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.kinematics.urdf import chain_to_urdf
+from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_core.resources import installed_executable as executable
+from iknet_ros.qos import SERVICE_QUEUE_QOS
+
+LINKS = ('-p', 'base_link:=world', '-p', 'tip_link:=end_effector_link')
+
+
+def reachable_poses(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Poses (count, 7) of LONG_ARM from joints inside its limits, and those joints."""
+    low, high = np.array([joint.limits for joint in LONG_ARM.joints]).T
+    joints = np.random.default_rng(3).uniform(low, high, (count, LONG_ARM.n_joints)) * 0.8
+    position, rotation = forward_kinematics(LONG_ARM, joints)
+    return np.concatenate([position, quaternion_from_matrix(rotation)], axis=-1), joints
+
+
+def assert_serves_the_long_arm(ros, log: Path) -> None:
+    node = ros.node('urdf_client')
+    client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    poses, _ = reachable_poses(10)
+    solved = 0
+    for pose in poses:
+        response = ros.call(client, solve_request(pose))
+        if response.success:
+            solved += 1
+            assert response.solutions[0].name == LONG_ARM.joint_names
+            position, _ = forward_kinematics(LONG_ARM, np.array(response.solutions[0].position))
+            assert np.linalg.norm(np.asarray(position) - pose[:3]) < 1e-6
+    assert solved >= 8, f'{solved} of 10 reachable poses solved from zero'
+
+
+def test_server_started_from_a_urdf_file_answers_with_its_joints(processes, ros, tmp_path):
+    urdf = tmp_path / 'long_arm.urdf'
+    urdf.write_text(chain_to_urdf(LONG_ARM))
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'urdf:={urdf}', *LINKS,
+        '-p', 'solver:=refine-from-zero', '-p', 'command_interface:=none', log=log,
+    )  # fmt: skip
+    assert_serves_the_long_arm(ros, log)
+    assert 'serving long_arm without a network: the shipped model is for open_manipulator_x' in (
+        log.read_text()
+    )
+
+
+def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
+    node = ros.node('robot_state_publisher_stand_in')
+    latched = QoSProfile(
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    publisher = node.create_publisher(String, '/robot_description', latched)
+    publisher.publish(String(data=chain_to_urdf(LONG_ARM)))
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'robot_description_topic:=/robot_description',
+        *LINKS, '-p', 'solver:=refine-from-zero', '-p', 'command_interface:=none', log=log,
+    )  # fmt: skip
+    assert_serves_the_long_arm(ros, log)
+
+
+def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):
+    urdf = tmp_path / 'long_arm.urdf'
+    urdf.write_text(chain_to_urdf(LONG_ARM))
+    command = [
+        str(executable('ik_server')), '--ros-args', '-p', f'urdf:={urdf}', *LINKS,
+        '-p', f'model_path:={shipped(DEFAULT_MODEL)}', '-p', 'command_interface:=none',
+    ]  # fmt: skip
+    result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "was trained for chain 'open_manipulator_x'" in output and "not 'long_arm'" in output
