@@ -43,7 +43,8 @@ from iknet_core.csv_schema import (
     METADATA_FILE,
     joint_states_columns,
 )
-from iknet_core.kinematics.chain import chain_preset
+from iknet_core.kinematics.robots import named_chain
+from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_ros.node_runtime import run_node
 
 POSE_SOURCES = ('topic', 'fk')
@@ -80,7 +81,18 @@ class Recorder(Node):
             'topic',
             'topic: poses from the pose topic; fk: FK of each joint state, for stacks without one',
         )
-        chain_name = declare(self, 'chain', 'open_manipulator_x', 'robot chain of the poses')
+        chain_name = declare(
+            self,
+            'chain',
+            'open_manipulator_x',
+            'robot chain of the poses: open_manipulator_x, or panda, ur5, so101 (their URDFs come '
+            'from example-robot-data)',
+        )
+        urdf = declare(
+            self, 'urdf', '', "the arm as a .urdf/.urdf.xacro file or URDF XML; '' = chain"
+        )
+        base_link = declare(self, 'base_link', '', 'link the chain starts at, in urdf')
+        tip_link = declare(self, 'tip_link', '', 'link the chain ends at (end effector), in urdf')
         self.duration = declare(
             self,
             'duration',
@@ -102,7 +114,9 @@ class Recorder(Node):
             'reliable (loses nothing; ROBOTIS and ros2_control publish reliably) or best_effort '
             '(for best-effort publishers, which a reliable subscription never hears)',
         )
-        self.chain = chain_preset(chain_name)
+        self.chain = (
+            chain_from_urdf(urdf, base_link, tip_link) if urdf else named_chain(chain_name)
+        )
         self.done = False
         self.exit_code = 0
         self.stop_reason = ''

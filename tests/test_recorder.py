@@ -379,3 +379,28 @@ def test_duration_counts_from_the_first_message(processes, tmp_path):
     assert recorder.wait(timeout=60) == 0
     assert _rows(directory / 'joint_states.csv') >= 80  # 1 s at 100 Hz, not what was left of it
     assert _metadata(directory)['stop_reason'] == 'duration of 1 s reached'
+
+
+def test_a_recording_of_a_urdf_arm_carries_its_chain_to_training(processes, tmp_path):
+    from test_chain_tool import LONG_ARM
+
+    from iknet_core.kinematics.urdf import chain_to_urdf
+    from iknet_train.data import load_recording
+
+    urdf = tmp_path / 'long_arm.urdf'
+    urdf.write_text(chain_to_urdf(LONG_ARM))
+    start_sim(processes, tmp_path, torque_enabled=False, seed=5)
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1.0,
+        urdf=urdf, base_link='world', tip_link='end_effector_link', pose_source='fk',
+    )  # fmt: skip
+    assert recorder.wait(timeout=30) == 0
+    directory = tmp_path / 'out' / 'run'
+    assert Chain.from_dict(_metadata(directory)['chain']) == LONG_ARM
+    pair = (directory / 'kinematics_pose.csv', directory / 'joint_states.csv')
+    recording = load_recording(*pair, LONG_ARM)
+    np.testing.assert_allclose(
+        recording.poses[:, :3], pose_from_joints(LONG_ARM, recording.joints)[:, :3], atol=1e-6
+    )
+    with pytest.raises(ValueError, match="chain 'long_arm', not from the chain 'open_manipulator"):
+        load_recording(*pair, OMX_CHAIN)
