@@ -108,3 +108,27 @@ def test_iknet_bench_on_an_arm_without_recordings_skips_what_it_cannot_run(
         'analytic': "not available for chain 'long_arm'",
         'network': "no model for chain 'long_arm' (give --model)",
     }
+
+
+def test_a_model_trained_from_a_urdf_carries_its_chain_to_iknet_test(tmp_path: Path) -> None:
+    from iknet_core.checkpoint import load_checkpoint
+    from iknet_train import train
+
+    urdf = tmp_path / 'long.urdf'
+    urdf.write_text(chain_to_urdf(LONG_ARM))
+    model = tmp_path / 'long.pt'
+    flags = [
+        '--urdf', str(urdf), '--base', 'world', '--tip', 'end_effector_link',
+        '--synthetic', '2000', '--epochs', '2', '--batch-size', '256', '--no-progress',
+        '--model-config', '{"width": 32, "n_blocks": 1}',
+        '--save-model', str(model), '--out', str(tmp_path / 'train'),
+    ]  # fmt: skip
+    assert train.main(flags) == 0
+    checkpoint = load_checkpoint(model)
+    assert checkpoint.chain == LONG_ARM and checkpoint.training['data']['recorded_train'] == 0
+    report_path = tmp_path / 'report.json'
+    flags = ['--model', str(model), '--solver', 'network+refine', '--samples', '30',
+             '--timing-queries', '5', '--plots', '', '--json', str(report_path)]  # fmt: skip
+    assert evaluate.main(flags) == 0
+    report = json.loads(report_path.read_text())
+    assert report['chain'] == 'long_arm' and report['data']['sampled_poses'] == 30
