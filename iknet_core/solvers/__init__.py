@@ -1,5 +1,11 @@
 """IK solver backends with one result format: closed form, refinement, and any seed proposer."""
 
+from iknet_core.solvers.kernel_cache import drop_stale_kernels
+
+drop_stale_kernels()  # before any kernel loads from numba's cache
+
+# ruff: noqa: E402 - the kernels may load only after the stale check
+
 from iknet_core.solvers.analytic import AnalyticSolver
 from iknet_core.solvers.base import Proposer, Solver
 from iknet_core.solvers.policy import BranchPolicy

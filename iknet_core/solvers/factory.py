@@ -45,7 +45,7 @@ def build_solver(
         raise ValueError(f'solver {name!r} needs a trained model')
     # The network alone: its hypotheses ranked by FK error, no iterations.
     if name == 'network':
-        settings = replace(settings, max_iterations=0)
+        settings = replace(settings, max_iterations=0, restarts=0)
     return RefinedSolver(network, Refiner(chain, settings), name)
 
 

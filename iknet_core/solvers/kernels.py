@@ -241,93 +241,149 @@ def refine_batch(
 ):
     """Levenberg-Marquardt on every row of q (B, n), in place, towards targets (B, 3), (B, 3, 3).
 
-    setting_values: SolverSettings.kernel() (tolerances, orientation weight m/rad, max
-    iterations). Writes
-    errors (B, 2) = position m, orientation rad; iterations (B,).
+    setting_values: SolverSettings.kernel() (tolerances, orientation weight m/rad, iterations,
+    restarts). Writes errors (B, 2) = position m, orientation rad; iterations (B,), all restarts
+    counted. A row that misses the tolerance from its seed restarts from spread-out joints (up
+    to `restarts` times, `restart_iterations` each) until one meets it; the lowest cost is kept.
+    """
+    n = q.shape[1]
+    settings = named(setting_values)
+    work = (
+        np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty(3), np.empty((3, 3)),
+        np.empty((6, n)), np.empty(6), np.empty(6), np.empty((n, n)), np.empty(n), np.empty(n),
+        np.empty(n),
+    )  # fmt: skip
+    spread = _spread_directions(n)
+    restart = np.empty(n)
+    for b in range(q.shape[0]):
+        current = q[b]
+        target_position, target_rotation = target_positions[b], target_rotations[b]
+        position_error, orientation_error, cost, count = _levenberg_marquardt(
+            current, target_position, target_rotation, joints, tip, bounds, settings,
+            settings.max_iterations, work,
+        )  # fmt: skip
+        for r in range(1, settings.restarts + 1):
+            if _meets(position_error, orientation_error, settings):
+                break
+            for i in range(n):
+                fraction = (0.5 + r * spread[i]) % 1.0
+                restart[i] = bounds[i, 0] + fraction * (bounds[i, 1] - bounds[i, 0])
+            trial_position_error, trial_orientation_error, trial_cost, trial_count = (
+                _levenberg_marquardt(
+                    restart, target_position, target_rotation, joints, tip, bounds, settings,
+                    settings.restart_iterations, work,
+                )
+            )  # fmt: skip
+            count += trial_count
+            if trial_cost < cost:
+                current[:] = restart
+                position_error, orientation_error = trial_position_error, trial_orientation_error
+                cost = trial_cost
+        errors[b, 0] = position_error
+        errors[b, 1] = orientation_error
+        iterations[b] = count
+
+
+@njit(cache=True)
+def _meets(position_error, orientation_error, settings):
+    return (
+        position_error <= settings.position_tolerance
+        and orientation_error <= settings.orientation_tolerance
+    )
+
+
+@njit(cache=True)
+def _spread_directions(n):
+    """(n,) steps of the R_n low-discrepancy sequence (Roberts): the r-th restart seed is
+    frac(0.5 + r * step) of each joint's range, evenly spread for any number of restarts."""
+    phi = 2.0
+    for _ in range(30):  # phi ** (n + 1) = phi + 1, by Newton's method
+        phi -= (phi ** (n + 1) - phi - 1.0) / ((n + 1) * phi**n - 1.0)
+    steps = np.empty(n)
+    for i in range(n):
+        steps[i] = (1.0 / phi ** (i + 1)) % 1.0
+    return steps
+
+
+@njit(cache=True)
+def _levenberg_marquardt(
+    current, target_position, target_rotation, joints, tip, bounds, settings, max_iterations, work
+):
+    """current (n,) refined in place, at most max_iterations; returns its position (m) and
+    orientation (rad) errors, cost and iterations.
+
     Damping = mu * cost + floor (Sugihara): ~0 near a solution, so convergence is quadratic;
     mu grows on rejected steps, so the cost only ever falls and unreachable targets settle on the
     nearest weighted compromise.
     """
-    n = q.shape[1]
-    settings = named(setting_values)
+    n = current.shape[0]
     weight = settings.orientation_weight
-    position_tolerance = settings.position_tolerance
-    orientation_tolerance = settings.orientation_tolerance
-    max_iterations = settings.max_iterations
-    position, rotation, jacobian = np.empty(3), np.empty((3, 3)), np.empty((6, n))
-    trial_position, trial_rotation = np.empty(3), np.empty((3, 3))
-    trial_jacobian = np.empty((6, n))
-    residual, trial_residual = np.empty(6), np.empty(6)
-    normal, gradient, step, trial = np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n)
-    for b in range(q.shape[0]):
-        current = q[b]
-        target_position, target_rotation = target_positions[b], target_rotations[b]
-        _bound(current, bounds)
-        pose_jacobian(current, joints, tip, position, rotation, jacobian)
-        position_error, orientation_error = _residual(
-            position, rotation, target_position, target_rotation, weight, residual
-        )
-        cost = _half_square(residual)
-        mu = 1.0
-        count = 0
-        while count < max_iterations:
-            if position_error <= position_tolerance and orientation_error <= orientation_tolerance:
-                break
-            damping = mu * cost + DAMPING_FLOOR
-            for i in range(n):
+    position, rotation, jacobian, trial_position, trial_rotation, trial_jacobian = work[:6]
+    residual, trial_residual, normal, gradient, step, trial = work[6:]
+    _bound(current, bounds)
+    pose_jacobian(current, joints, tip, position, rotation, jacobian)
+    position_error, orientation_error = _residual(
+        position, rotation, target_position, target_rotation, weight, residual
+    )
+    cost = _half_square(residual)
+    mu = 1.0
+    count = 0
+    while count < max_iterations:
+        if _meets(position_error, orientation_error, settings):
+            break
+        damping = mu * cost + DAMPING_FLOOR
+        for i in range(n):
+            value = 0.0
+            for k in range(3):
+                value += jacobian[k, i] * residual[k]
+            for k in range(3, 6):
+                value += weight * jacobian[k, i] * residual[k]
+            gradient[i] = value
+            for j in range(i + 1):
                 value = 0.0
                 for k in range(3):
-                    value += jacobian[k, i] * residual[k]
+                    value += jacobian[k, i] * jacobian[k, j]
+                angular = 0.0
                 for k in range(3, 6):
-                    value += weight * jacobian[k, i] * residual[k]
-                gradient[i] = value
-                for j in range(i + 1):
-                    value = 0.0
-                    for k in range(3):
-                        value += jacobian[k, i] * jacobian[k, j]
-                    angular = 0.0
-                    for k in range(3, 6):
-                        angular += jacobian[k, i] * jacobian[k, j]
-                    value += weight * weight * angular
-                    normal[i, j] = value
-                    normal[j, i] = value
-                normal[i, i] += damping
-            _cholesky_solve(normal, gradient, step)
-            largest = 0.0
-            for i in range(n):
-                trial[i] = current[i] + step[i]
-            _bound(trial, bounds)
-            for i in range(n):
-                largest = max(largest, abs(trial[i] - current[i]))
-            if largest < _STEP_FLOOR:
+                    angular += jacobian[k, i] * jacobian[k, j]
+                value += weight * weight * angular
+                normal[i, j] = value
+                normal[j, i] = value
+            normal[i, i] += damping
+        _cholesky_solve(normal, gradient, step)
+        largest = 0.0
+        for i in range(n):
+            trial[i] = current[i] + step[i]
+        _bound(trial, bounds)
+        for i in range(n):
+            largest = max(largest, abs(trial[i] - current[i]))
+        if largest < _STEP_FLOOR:
+            break
+        count += 1
+        pose_jacobian(trial, joints, tip, trial_position, trial_rotation, trial_jacobian)
+        trial_position_error, trial_orientation_error = _residual(
+            trial_position,
+            trial_rotation,
+            target_position,
+            target_rotation,
+            weight,
+            trial_residual,
+        )
+        trial_cost = _half_square(trial_residual)
+        if trial_cost < cost:
+            current[:] = trial
+            position, trial_position = trial_position, position
+            rotation, trial_rotation = trial_rotation, rotation
+            jacobian, trial_jacobian = trial_jacobian, jacobian
+            residual, trial_residual = trial_residual, residual
+            position_error, orientation_error = trial_position_error, trial_orientation_error
+            cost = trial_cost
+            mu = max(0.1 * mu, _MU_MIN)
+        else:
+            mu *= 10.0
+            if mu > _MU_MAX:
                 break
-            count += 1
-            pose_jacobian(trial, joints, tip, trial_position, trial_rotation, trial_jacobian)
-            trial_position_error, trial_orientation_error = _residual(
-                trial_position,
-                trial_rotation,
-                target_position,
-                target_rotation,
-                weight,
-                trial_residual,
-            )
-            trial_cost = _half_square(trial_residual)
-            if trial_cost < cost:
-                current[:] = trial
-                position, trial_position = trial_position, position
-                rotation, trial_rotation = trial_rotation, rotation
-                jacobian, trial_jacobian = trial_jacobian, jacobian
-                residual, trial_residual = trial_residual, residual
-                position_error, orientation_error = trial_position_error, trial_orientation_error
-                cost = trial_cost
-                mu = max(0.1 * mu, _MU_MIN)
-            else:
-                mu *= 10.0
-                if mu > _MU_MAX:
-                    break
-        errors[b, 0] = position_error
-        errors[b, 1] = orientation_error
-        iterations[b] = count
+    return position_error, orientation_error, cost, count
 
 
 @njit(cache=True)

@@ -9,11 +9,13 @@ the two equal.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 
-from iknet_core.networks import MultiHypothesisIKNet
+if TYPE_CHECKING:  # torch loads only when a network is compiled, not with the kernels
+    from iknet_core.networks import MultiHypothesisIKNet
 
 LAYER_NORM_EPS = 1e-5
 
@@ -104,6 +106,8 @@ class CompiledNetwork:
     """A MultiHypothesisIKNet as numba arrays: (B, 3), (B, 3, 3) -> (B, K, n) rad."""
 
     def __init__(self, model: MultiHypothesisIKNet) -> None:
+        from iknet_core.networks import MultiHypothesisIKNet
+
         if not isinstance(model, MultiHypothesisIKNet):
             raise ValueError(f'only MultiHypothesisIKNet compiles, got {type(model).__name__}')
 

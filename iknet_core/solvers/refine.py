@@ -6,7 +6,7 @@ A 4-DOF arm cannot reach every 6-D pose: the cost weighs the orientation error (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,14 +49,20 @@ class Refiner:
         self.compiled = kernels.CompiledChain(chain)
         self._bounds = np.stack([low, high, full_turn_joints(chain, bounds)], -1).astype(float)
         self._settings = settings.kernel()
+        self._settings_without_restarts = replace(settings, restarts=0).kernel()
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         zero = np.zeros((1, chain.n_joints))
         self.refine(*forward_kinematics(chain, zero), zero)
 
     def refine(
-        self, positions: np.ndarray, rotations: np.ndarray, seeds: np.ndarray
+        self,
+        positions: np.ndarray,
+        rotations: np.ndarray,
+        seeds: np.ndarray,
+        restarts: bool = False,
     ) -> Refinement:
-        """Refine seeds (B, n) rad towards targets (B, 3) m, (B, 3, 3)."""
+        """Refine seeds (B, n) rad towards targets (B, 3) m, (B, 3, 3); with restarts, a seed
+        that misses the tolerance is followed by settings.restarts spread-out ones."""
         positions, rotations = check_poses(positions, rotations)
         joints = np.array(seeds, dtype=np.float64, order='C')  # a copy: refined in place
         if joints.shape != (len(positions), self.chain.n_joints):
@@ -74,7 +80,7 @@ class Refiner:
             arrays.joints,
             arrays.tip,
             self._bounds,
-            self._settings,
+            self._settings if restarts else self._settings_without_restarts,
             errors,
             iterations,
         )

@@ -21,6 +21,7 @@ class RefinedSolver:
         self.chain = refiner.chain
         self.name = name
         self.policy = BranchPolicy(self.chain, refiner.settings)
+        self._weight = refiner.settings.orientation_weight
 
     def solve(
         self,
@@ -42,13 +43,18 @@ class RefinedSolver:
         refined = self.refiner.refine(
             np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0), hypotheses
         )
-        return self.policy.select(
-            refined.joints,
-            refined.position_errors,
-            refined.orientation_errors,
-            seed,
-            max_solutions,
-        )
+        joints, position_errors = refined.joints, refined.position_errors
+        orientation_errors = refined.orientation_errors
+        if not refined.converged.any() and self.refiner.settings.restarts:
+            # No seed reached it: restart from the one that came nearest.
+            nearest = int(np.nanargmin(position_errors + self._weight * orientation_errors))
+            again = self.refiner.refine(
+                position[None], rotation[None], joints[nearest][None], restarts=True
+            )
+            joints = np.concatenate([joints, again.joints])
+            position_errors = np.concatenate([position_errors, again.position_errors])
+            orientation_errors = np.concatenate([orientation_errors, again.orientation_errors])
+        return self.policy.select(joints, position_errors, orientation_errors, seed, max_solutions)
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray
@@ -82,6 +88,19 @@ class RefinedSolver:
                 again.orientation_errors.reshape(shape),
             )
             joints[retry], position_errors[retry], orientation_errors[retry] = best
+        missed = ~self.refiner.tolerance.met(position_errors, orientation_errors)
+        if missed.any() and self.refiner.settings.restarts:
+            again = self.refiner.refine(
+                positions[missed], rotations[missed], joints[missed], restarts=True
+            )
+            better = (
+                again.position_errors + self._weight * again.orientation_errors
+                < position_errors[missed] + self._weight * orientation_errors[missed]
+            )
+            rows = np.flatnonzero(missed)[better]
+            joints[rows] = again.joints[better]
+            position_errors[rows] = again.position_errors[better]
+            orientation_errors[rows] = again.orientation_errors[better]
         return joints, position_errors, orientation_errors
 
     def _closest_hypothesis(
