@@ -167,3 +167,47 @@ def test_bad_descriptions_get_one_line_naming_the_problem(case: str) -> None:
         chain_from_urdf(source, base, tip)
     message = str(error.value)
     assert expected in message and '\n' not in message, message
+
+
+@needs_example_robots
+@pytest.mark.parametrize('name', sorted(EXAMPLE_ROBOTS))
+def test_joints_fk_ik_fk_round_trip_on_every_arm(name: str) -> None:
+    from iknet_core.solvers.factory import build_solver
+
+    chain = named_chain(name)
+    solver = build_solver('refine-from-zero', chain)
+    joints = random_joints(chain, 40, seed=7)
+    positions, rotations = forward_kinematics(chain, joints)
+    for position, rotation in zip(positions, rotations, strict=True):
+        solutions = solver.solve(position, rotation)
+        assert solutions.success, (name, solutions.position_errors[0])
+        reached, turned = forward_kinematics(chain, solutions.joints[0])
+        assert np.linalg.norm(np.asarray(reached) - position) <= 1e-6
+        assert np.abs(np.asarray(turned) - rotation).max() <= 1e-5
+        assert solutions.within_limits[0]
+
+
+@needs_example_robots
+def test_so101_poses_out_of_its_reach_end_nearest_and_unsolved() -> None:
+    """Five joints cannot take every orientation: such targets are never claimed solved."""
+    from iknet_core.metrics import pose_errors
+    from iknet_core.solvers.factory import build_solver
+
+    chain = named_chain('so101')
+    solver = build_solver('refine-from-zero', chain)
+    position, rotation = forward_kinematics(chain, random_joints(chain, 1, seed=2)[0])
+    tilted = rotation @ np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    solutions = solver.solve(np.asarray(position), tilted)
+    assert not solutions.success
+    assert solutions.position_errors[0] + solutions.orientation_errors[0] > 1e-3
+    position_error, orientation_error = pose_errors(
+        chain, solutions.joints[:1], np.concatenate([position, quaternion(tilted)])[None]
+    )
+    assert position_error[0] == pytest.approx(solutions.position_errors[0], abs=1e-9)
+    assert orientation_error[0] == pytest.approx(solutions.orientation_errors[0], abs=1e-7)
+
+
+def quaternion(rotation: np.ndarray) -> np.ndarray:
+    from iknet_core.kinematics.transforms import quaternion_from_matrix
+
+    return np.asarray(quaternion_from_matrix(rotation))
