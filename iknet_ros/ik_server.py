@@ -125,6 +125,12 @@ class IKServer(Node):
         solvers = {name: build_solver(name, chain, network, settings) for name in names}
         for solver in solvers.values():
             exercise(solver)  # loads the compiled code now, not in the first request
+        # The same solvers for requests with position_only (the kernels are shared).
+        self.position_only_solvers = {
+            name: build_solver(name, chain, network, settings.position_only())
+            for name in names
+            if name != 'analytic'
+        }
         self.chain, self.base_frame = chain, config.base_frame or chain.base_frame
         self.solvers = solvers
         seconds = time.monotonic() - started
@@ -183,13 +189,19 @@ class IKServer(Node):
         max_solutions: int,
         refine: bool,
         solver_name: str = '',
+        position_only: bool = False,
     ) -> tuple[Solutions, str, float]:
         """Solutions for a checked target, the solver used and the compute time (s)."""
         solver_name = solver_name or self.get_parameter('solver').value
         if refine and solver_name == 'network':
             solver_name = 'network+refine'
+        solvers = self.position_only_solvers if position_only else self.solvers
+        if solver_name not in solvers:
+            raise RequestError(
+                f'{solver_name} solves whole poses; position_only needs one of {list(solvers)}'
+            )
         started = time.perf_counter()
-        solutions = self.solvers[solver_name].solve(
+        solutions = solvers[solver_name].solve(
             target.position, target.rotation, seed=seed, max_solutions=max_solutions
         )
         return solutions, solver_name, time.perf_counter() - started
@@ -221,13 +233,18 @@ class IKServer(Node):
                 raise RequestError(
                     f'solver {request.solver!r} is not available; one of {sorted(self.solvers)}'
                 )
+            solutions, solver_name, seconds = self.solve(
+                target,
+                seed,
+                max(1, request.max_solutions),
+                request.refine,
+                request.solver,
+                request.position_only,
+            )
         except RequestError as error:
             response.success = False
             response.message = str(error)
             return response
-        solutions, solver_name, seconds = self.solve(
-            target, seed, max(1, request.max_solutions), request.refine, request.solver
-        )
         response.solutions = [
             JointState(name=list(self.chain.joint_names), position=[float(v) for v in q])
             for q in solutions.joints
@@ -238,7 +255,10 @@ class IKServer(Node):
         response.orientation_errors = [float(e) for e in solutions.orientation_errors]
         response.within_limits = [bool(w) for w in solutions.within_limits]
         response.success = bool(solutions.success)
-        response.message = f'{solver_name}: {describe(solutions)} in {seconds * 1e6:.0f} us'
+        response.message = (
+            f'{solver_name}{" (position only)" if request.position_only else ""}: '
+            f'{describe(solutions)} in {seconds * 1e6:.0f} us'
+        )
         return response
 
     async def goal_task_space_path(

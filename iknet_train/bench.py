@@ -44,6 +44,7 @@ from iknet_core.solvers.settings import SolverSettings
 from iknet_train.cli import (
     add_chain_arguments,
     add_model_argument,
+    add_position_only_argument,
     add_target_arguments,
     chain_from_args,
     target_poses,
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_chain_arguments(parser)
     add_target_arguments(parser, TEST_DATA)
+    add_position_only_argument(parser)
     add_model_argument(parser)
     parser.add_argument('--device', choices=DEVICES, default='auto', help='where the network runs')
     parser.add_argument(
@@ -159,7 +161,10 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     if args.max_poses is not None and args.max_poses < 1:
         raise ValueError(f'--max-poses must be >= 1, got {args.max_poses}')
     one_thread()
-    tolerance = Tolerance(args.position_tolerance, args.orientation_tolerance)
+    settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
+    if args.position_only:
+        settings = settings.position_only()
+    tolerance = settings.tolerance
     names = list(dict.fromkeys(args.solvers))
     wants_network = any(name in NETWORK_SOLVERS for name in names)
     asked = chain_from_args(args)
@@ -174,12 +179,13 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     if args.max_poses is not None and args.max_poses < len(poses):
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
         poses, recorded = poses[keep], recorded[keep]
-    policy = BranchPolicy(chain, SolverSettings(tolerance=tolerance))
+    policy = BranchPolicy(chain, settings)
     reachable = tolerance.met(*pose_errors(chain, recorded, poses)) & policy.within_reach(recorded)
     recorded_error, _ = pose_errors(chain, recorded, poses)
 
     report = {
         'chain': chain.name,
+        'position_only': args.position_only,
         'seed': args.seed,
         'data': {
             **source,
@@ -190,14 +196,18 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         },
         'model': str(proposer.model_path) if proposer else None,
         'network': proposer.describe() if proposer else None,
-        'tolerance': {'position_m': tolerance.position, 'orientation_rad': tolerance.orientation},
+        'tolerance': {
+            'position_m': tolerance.position,
+            # None: any orientation (--position-only); JSON has no infinity.
+            'orientation_rad': None if settings.is_position_only else tolerance.orientation,
+        },
         'machine': machine(),
         'solvers': {},
         'skipped': {},
     }
     errors = {}
     for name in names:
-        contender = make_contender(name, args, chain, tolerance, proposer)
+        contender = make_contender(name, args, chain, settings, proposer)
         if isinstance(contender, str):
             report['skipped'][name] = contender
             print(f'{name}: skipped, {contender}')
@@ -223,10 +233,13 @@ def make_contender(
     name: str,
     args: argparse.Namespace,
     chain: Chain,
-    tolerance: Tolerance,
+    settings: SolverSettings,
     proposer: NetworkProposer | None,
 ) -> Contender | str:
     """The named solver, or why it is skipped (a peer not installed or failing to build)."""
+    tolerance = settings.tolerance
+    if settings.is_position_only and name in (*PEER_NAMES, 'analytic'):
+        return 'solves whole poses only here (--position-only)'
     if name in PEER_NAMES:
         try:
             return build_peer(name, chain, tolerance, args.seed)
@@ -238,7 +251,7 @@ def make_contender(
         if name in NETWORK_SOLVERS:
             return f'no model for chain {chain.name!r} (give --model)'
         return f'not available for chain {chain.name!r}'
-    solver = build_solver(name, chain, proposer, SolverSettings(tolerance=tolerance))
+    solver = build_solver(name, chain, proposer, settings)
     description = proposer.describe() if name.startswith('network') else DESCRIPTIONS[name]
     if name == 'network+refine':
         description += ', refined by Levenberg-Marquardt'
@@ -310,7 +323,13 @@ def format_markdown(report: dict) -> str:
         '',
         f'{data["n_poses"]} poses {origin}; errors are FK(solution) '
         'against the target pose. Solved: within '
-        f'{tolerance["position_m"] * 1e3:g} mm and {tolerance["orientation_rad"]:g} rad with '
+        f'{tolerance["position_m"] * 1e3:g} mm and '
+        + (
+            'any orientation'
+            if tolerance['orientation_rad'] is None
+            else f'{tolerance["orientation_rad"]:g} rad'
+        )
+        + ' with '
         f'joints the arm can take; {_percent(data["reachable"])} of the poses are reachable '
         '(their recorded joints meet that tolerance); the recorded joints are inside the '
         f'software limits for {_percent(data["recorded_joints_within_limits"])}. One thread on a '

@@ -35,6 +35,15 @@ def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument('--tip', default=None, help='tip link of the chain in --urdf')
 
 
+def add_position_only_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--position-only',
+        action='store_true',
+        help='reach the target positions in any orientation (the setting of position-only IK '
+        'benchmarks); orientation errors are still reported',
+    )
+
+
 def chain_from_args(args: argparse.Namespace) -> Chain | None:
     """The chain --chain or --urdf/--base/--tip name, or None when neither is given."""
     if args.urdf is not None:

@@ -28,6 +28,7 @@ from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import (
     add_chain_arguments,
     add_model_argument,
+    add_position_only_argument,
     add_target_arguments,
     chain_from_args,
     target_poses,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_argument(parser)
     add_chain_arguments(parser)
     add_target_arguments(parser, TEST_DATA)
+    add_position_only_argument(parser)
     parser.add_argument('--seed', type=int, default=0, help='seed of the sampled poses')
     parser.add_argument(
         '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
@@ -153,8 +155,10 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
         chain = model_chain_for(asked, network.chain, network.model_path)
     else:
         chain = asked or OMX_CHAIN
-    solver = build_solver(args.solver, chain, network, DEFAULT_SETTINGS)
-    return {'solver': args.solver, **loaded_model(network)}, solver
+    settings = DEFAULT_SETTINGS.position_only() if args.position_only else DEFAULT_SETTINGS
+    solver = build_solver(args.solver, chain, network, settings)
+    about = {'solver': args.solver, 'position_only': args.position_only}
+    return {**about, **loaded_model(network)}, solver
 
 
 def reference_loss(predicted: np.ndarray, joints: np.ndarray, batch_size: int) -> float:

@@ -132,3 +132,20 @@ def test_a_model_trained_from_a_urdf_carries_its_chain_to_iknet_test(tmp_path: P
     assert evaluate.main(flags) == 0
     report = json.loads(report_path.read_text())
     assert report['chain'] == 'long_arm' and report['data']['sampled_poses'] == 30
+
+
+def test_position_only_flag_reaches_positions_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    urdf = tmp_path / 'long.urdf'
+    urdf.write_text(chain_to_urdf(LONG_ARM))
+    report_path = tmp_path / 'report.json'
+    arm = ['--urdf', str(urdf), '--base', 'world', '--tip', 'end_effector_link', '--samples', '40']
+    flags = [*arm, '--solver', 'refine-from-zero', '--position-only', '--timing-queries', '5',
+             '--plots', '', '--json', str(report_path)]  # fmt: skip
+    assert evaluate.main(flags) == 0
+    report = json.loads(report_path.read_text())
+    assert report['position_only'] is True
+    assert report['within_mm']['1'] == 1.0
+    assert evaluate.main([*arm, '--solver', 'analytic', '--position-only']) == 1
+    assert 'analytic solves whole poses' in capsys.readouterr().err

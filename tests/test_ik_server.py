@@ -236,6 +236,25 @@ def test_the_readme_service_call_is_answered(ros, solve_client):
     assert response.solutions[0].name == OMX_CHAIN.joint_names
 
 
+def test_position_only_requests_reach_the_position_in_any_orientation(ros, solve_client):
+    # A point the OM-X reaches, with an orientation it cannot take there (tool rolled 90 deg).
+    pose = [0.2, 0.05, 0.12, 0.7071068, 0.0, 0.0, 0.7071068]
+    full = ros.call(solve_client, solve_request(pose))
+    assert not full.success
+    request = solve_request(pose)
+    request.position_only = True
+    answer = ros.call(solve_client, request)
+    assert answer.success, answer.message
+    assert answer.message.startswith('network+refine (position only):'), answer.message
+    assert answer.position_errors[0] <= POSITION_TOLERANCE
+    assert answer.orientation_errors[0] > 0.1  # reported, not required
+    position, _ = forward_kinematics(OMX_CHAIN, np.array(answer.solutions[0].position))
+    assert np.linalg.norm(np.asarray(position) - pose[:3]) <= POSITION_TOLERANCE
+    request.solver = 'analytic'
+    refused = ros.call(solve_client, request)
+    assert not refused.success and 'analytic solves whole poses' in refused.message
+
+
 def test_trajectory_interface_publishes_the_solution(processes, ros, tmp_path):
     """command_interface trajectory: one JointTrajectory point, reached after path_time."""
     from trajectory_msgs.msg import JointTrajectory

@@ -66,6 +66,7 @@ def test_solve_ik_service_fields():
         'max_solutions': 'uint32',
         'refine': 'boolean',
         'solver': 'string',
+        'position_only': 'boolean',
     }
     response_fields = SolveIK.Response.get_fields_and_field_types()
     assert response_fields['solutions'] == 'sequence<sensor_msgs/JointState>'

@@ -37,6 +37,11 @@ def build_solver(
             f'not for {chain.name!r}'
         )
     if name == 'analytic':
+        if settings.is_position_only:
+            raise ValueError(
+                'analytic solves whole poses; for a position only use network+refine or '
+                'refine-from-zero'
+            )
         return AnalyticSolver(chain, settings)
     if name == 'refine-from-zero':
         zero = constant_proposer(np.zeros(chain.n_joints))

@@ -3,7 +3,8 @@ parameter down to the compiled kernels, which receive them by name (`KernelSetti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from numba import njit
@@ -61,6 +62,19 @@ class SolverSettings:
             raise ValueError(
                 f'duplicate_tolerance must be > 0 rad, got {self.duplicate_tolerance}'
             )
+
+    @property
+    def is_position_only(self) -> bool:
+        return math.isinf(self.tolerance.orientation)
+
+    def position_only(self) -> SolverSettings:
+        """The same settings for reaching a position in any orientation: orientation neither
+        steers the refinement nor ranks solutions, and any orientation meets the tolerance."""
+        return replace(
+            self,
+            tolerance=Tolerance(self.tolerance.position, math.inf),
+            orientation_weight=0.0,
+        )
 
     def kernel(self) -> tuple[float, float, float, int, float, int, int]:
         """The KernelSettings values as a plain tuple, for a kernel to name with `named`.
