@@ -26,6 +26,10 @@ _STEP_FLOOR = 1e-14
 # Damping multiplier bounds: growth past the upper one means no step lowers the cost.
 _MU_MIN = 1e-6
 _MU_MAX = 1e12
+# Less than this fall in cost over that many iterations is a stall (a local minimum or a crawl
+# along a valley): converging refinements cut the cost by orders of magnitude in a few.
+_STALL_ITERATIONS = 10
+_STALL_RATIO = 0.5
 
 
 @dataclass(frozen=True)
@@ -258,11 +262,12 @@ def refine_batch(
     for b in range(q.shape[0]):
         current = q[b]
         target_position, target_rotation = target_positions[b], target_rotations[b]
+        restarts = settings.restarts
         position_error, orientation_error, cost, count = _levenberg_marquardt(
             current, target_position, target_rotation, joints, tip, bounds, settings,
-            settings.max_iterations, work,
+            settings.max_iterations, restarts > 0, work,
         )  # fmt: skip
-        for r in range(1, settings.restarts + 1):
+        for r in range(1, restarts + 1):
             if _meets(position_error, orientation_error, settings):
                 break
             for i in range(n):
@@ -271,7 +276,7 @@ def refine_batch(
             trial_position_error, trial_orientation_error, trial_cost, trial_count = (
                 _levenberg_marquardt(
                     restart, target_position, target_rotation, joints, tip, bounds, settings,
-                    settings.restart_iterations, work,
+                    settings.restart_iterations, True, work,
                 )
             )  # fmt: skip
             count += trial_count
@@ -279,6 +284,13 @@ def refine_batch(
                 current[:] = restart
                 position_error, orientation_error = trial_position_error, trial_orientation_error
                 cost = trial_cost
+        if restarts > 0 and not _meets(position_error, orientation_error, settings):
+            # Out of reach: settle the nearest result found, without the stall cut-off.
+            position_error, orientation_error, cost, polish_count = _levenberg_marquardt(
+                current, target_position, target_rotation, joints, tip, bounds, settings,
+                settings.max_iterations, False, work,
+            )  # fmt: skip
+            count += polish_count
         errors[b, 0] = position_error
         errors[b, 1] = orientation_error
         iterations[b] = count
@@ -307,10 +319,19 @@ def _spread_directions(n):
 
 @njit(cache=True)
 def _levenberg_marquardt(
-    current, target_position, target_rotation, joints, tip, bounds, settings, max_iterations, work
+    current,
+    target_position,
+    target_rotation,
+    joints,
+    tip,
+    bounds,
+    settings,
+    max_iterations,
+    stop_on_stall,
+    work,
 ):
-    """current (n,) refined in place, at most max_iterations; returns its position (m) and
-    orientation (rad) errors, cost and iterations.
+    """current (n,) refined in place, at most max_iterations (fewer on a stall where
+    stop_on_stall); returns its position (m) and orientation (rad) errors, cost and iterations.
 
     Damping = mu * cost + floor (Sugihara): ~0 near a solution, so convergence is quadratic;
     mu grows on rejected steps, so the cost only ever falls and unreachable targets settle on the
@@ -328,9 +349,14 @@ def _levenberg_marquardt(
     cost = _half_square(residual)
     mu = 1.0
     count = 0
+    checkpoint_cost = cost
     while count < max_iterations:
         if _meets(position_error, orientation_error, settings):
             break
+        if stop_on_stall and count > 0 and count % _STALL_ITERATIONS == 0:
+            if cost > _STALL_RATIO * checkpoint_cost:
+                break  # a local minimum or a crawl: a restart elsewhere does better
+            checkpoint_cost = cost
         damping = mu * cost + DAMPING_FLOOR
         for i in range(n):
             value = 0.0
