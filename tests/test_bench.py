@@ -129,3 +129,26 @@ def test_bad_settings_fail_with_a_message(files, tmp_path: Path, capsys) -> None
     assert main([*argv, '--data', str(tmp_path / 'missing')]) == 1
     assert 'takes recording directories' in capsys.readouterr().err
     assert not (tmp_path / 'bench.json').exists()
+
+
+def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, example_robots_dir
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed (pip install "iknet[robots]")')
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, 'IKNET_BENCH_OUT': str(tmp_path)}
+    quick = ['--samples', '20', '--single-queries', '5', '--batch-seconds', '0',
+             '--solvers', 'refine-from-zero']  # fmt: skip
+    subprocess.run(
+        ['bash', str(root / 'tools' / 'bench_robots.sh'), *quick], env=env, check=True,
+        timeout=900, capture_output=True,
+    )  # fmt: skip
+    for robot in EXAMPLE_ROBOTS:
+        report = json.loads((tmp_path / robot / 'bench.json').read_text())
+        assert report['data']['sampled_poses'] == 20
+        assert report['tolerance'] == {'position_m': 1e-5, 'orientation_rad': 1e-4}
+        assert report['solvers']['refine-from-zero']['solved'] >= 0.9
