@@ -436,6 +436,28 @@ def pose_errors_batch(q, target_positions, target_rotations, joints, tip, errors
         )
 
 
+@njit(cache=True)
+def closest_hypotheses(hypotheses, positions, rotations, joints, tip, reach, weight, closest):
+    """closest (B,): per pose, the hypothesis of (B, K, n) whose FK is nearest its target
+    (position m + weight * orientation rad); those outside reach (2, n) = low, high come after
+    every one inside (refinement would clamp them), NaN ones last."""
+    count, per_pose, n = hypotheses.shape
+    for b in range(count):
+        best, best_score = 0, np.inf
+        for k in range(per_pose):
+            position_error, orientation_error = pose_error(
+                hypotheses[b, k], positions[b], rotations[b], joints, tip
+            )
+            score = position_error + weight * orientation_error
+            for i in range(n):
+                if hypotheses[b, k, i] < reach[0, i] or hypotheses[b, k, i] > reach[1, i]:
+                    score += 1e3  # errors are metres at most
+                    break
+            if score < best_score:
+                best, best_score = k, score
+        closest[b] = best
+
+
 class CompiledChain:
     """The compiled kernels bound to one chain, with numpy in and out."""
 

@@ -70,6 +70,11 @@ class BranchPolicy:
         self.select(zero[0], np.zeros(1), np.zeros(1), seed=self._no_seed)
         self.best_per_pose(zero, np.zeros((1, 1)), np.zeros((1, 1)))
 
+    @property
+    def reach_bounds(self) -> np.ndarray:
+        """(2, n) low and high of what the joints physically take (rad, with the slack)."""
+        return self._bounds[2:4]
+
     def within_limits(self, joints: np.ndarray) -> np.ndarray:
         """(..., n) rad -> (...,) bool: every joint inside its software limits."""
         return ((joints >= self._bounds[0]) & (joints <= self._bounds[1])).all(-1)

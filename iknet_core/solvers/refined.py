@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.refine import Refiner
@@ -33,9 +34,20 @@ class RefinedSolver:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) rad when given.
 
         The seed is refined too, so the solution on the seed's branch is among the candidates.
+        One solution without a seed is what solve_batch gives: the best-looking hypothesis
+        refined alone when it reaches the target inside the limits.
         """
         position, rotation = check_pose(position, rotation)
         hypotheses = self._propose(position[None], rotation[None])[0]
+        if seed is None and max_solutions == 1 and len(hypotheses) > 1:
+            # As solve_batch: the best-looking hypothesis alone first; all only if it misses.
+            closest = self._closest_hypothesis(position[None], rotation[None], hypotheses[None])
+            first = self.refiner.refine(position[None], rotation[None], hypotheses[closest])
+            solutions = self.policy.select(
+                first.joints, first.position_errors, first.orientation_errors, None, 1
+            )
+            if solutions.success and solutions.within_limits[0]:
+                return solutions
         if seed is not None:
             seed = check_seed(seed, self.chain)
             hypotheses = np.concatenate([seed[None], hypotheses])
@@ -108,18 +120,19 @@ class RefinedSolver:
     ) -> np.ndarray:
         """Index (B,) of the hypothesis (B, K, n) whose FK is nearest its target, those the
         arm can take first (refinement would clamp the others into the reach)."""
-        count, per_pose, n = hypotheses.shape
-        position_errors, orientation_errors = self.refiner.compiled.pose_errors(
-            hypotheses.reshape(-1, n),
-            np.repeat(positions, per_pose, 0),
-            np.repeat(rotations, per_pose, 0),
+        closest = np.empty(len(hypotheses), dtype=np.int64)
+        arrays = self.refiner.compiled.arrays
+        kernels.closest_hypotheses(
+            np.ascontiguousarray(hypotheses),
+            positions,
+            rotations,
+            arrays.joints,
+            arrays.tip,
+            self.policy.reach_bounds,
+            self._weight,
+            closest,
         )
-        score = position_errors + self.refiner.orientation_weight * orientation_errors
-        # Errors are metres at most: a kilometre puts every hypothesis out of reach behind.
-        score = score.reshape(count, per_pose) + np.where(
-            self.policy.within_reach(hypotheses), 0.0, 1e3
-        )
-        return np.where(np.isnan(score), np.inf, score).argmin(1)
+        return closest
 
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
