@@ -52,12 +52,16 @@ class RefinedSolver:
             seed = check_seed(seed, self.chain)
             hypotheses = np.concatenate([seed[None], hypotheses])
         count = len(hypotheses)
+        # A lone seed restarts at once (no other seed could reach the pose first).
         refined = self.refiner.refine(
-            np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0), hypotheses
+            np.repeat(position[None], count, 0),
+            np.repeat(rotation[None], count, 0),
+            hypotheses,
+            restarts=count == 1,
         )
         joints, position_errors = refined.joints, refined.position_errors
         orientation_errors = refined.orientation_errors
-        if not refined.converged.any() and self.refiner.settings.restarts:
+        if count > 1 and not refined.converged.any() and self.refiner.settings.restarts:
             # No seed reached it: restart from the one that came nearest.
             nearest = int(np.nanargmin(position_errors + self._weight * orientation_errors))
             again = self.refiner.refine(
@@ -80,7 +84,7 @@ class RefinedSolver:
         guess = hypotheses[
             np.arange(count), self._closest_hypothesis(positions, rotations, hypotheses)
         ]
-        first = self.refiner.refine(positions, rotations, guess)
+        first = self.refiner.refine(positions, rotations, guess, restarts=per_pose == 1)
         joints, position_errors, orientation_errors = self.policy.best_per_pose(
             first.joints[:, None],
             first.position_errors[:, None],
@@ -101,7 +105,7 @@ class RefinedSolver:
             )
             joints[retry], position_errors[retry], orientation_errors[retry] = best
         missed = ~self.refiner.tolerance.met(position_errors, orientation_errors)
-        if missed.any() and self.refiner.settings.restarts:
+        if per_pose > 1 and missed.any() and self.refiner.settings.restarts:
             again = self.refiner.refine(
                 positions[missed], rotations[missed], joints[missed], restarts=True
             )
