@@ -217,20 +217,20 @@ def _rank(
             keys[count, 4] = math.sqrt(travel) if near else error
             keys[count, 5] = error
             count += 1
-    # Insertion sort: a handful of candidates.
-    order = np.arange(count)
-    for a in range(1, count):
-        row = order[a]
-        b = a - 1
-        while b >= 0 and _before(keys, row, order[b]):
-            order[b + 1] = order[b]
-            b -= 1
-        order[b + 1] = row
+    # Best first by selection, not a full sort: one pass per pick, and ties keep the order
+    # above (unshifted first). A UR5's five whole-turn joints give 243 variants per candidate.
+    used = np.zeros(count, dtype=np.bool_)
     filled = 0
-    for a in range(count):
-        row = order[a]
-        if filled == chosen.shape[0] or (filled and flags[chosen[0], 1] and not flags[row, 1]):
-            break  # enough, or only misses left after a solution that meets the tolerance
+    while filled < chosen.shape[0]:
+        row = -1
+        for c in range(count):
+            if not used[c] and (row < 0 or _before(keys, c, row)):
+                row = c
+        if row < 0:
+            break
+        used[row] = True
+        if filled and flags[chosen[0], 1] and not flags[row, 1]:
+            break  # only misses left after a solution that meets the tolerance
         unique = True
         for c in range(filled):
             close = True
