@@ -55,7 +55,8 @@ from iknet_train.timing import time_solver
 ALL_SOLVERS = SOLVER_NAMES + PEER_NAMES
 DESCRIPTIONS = {
     'analytic': 'OM-X closed form, every branch ranked by the branch policy',
-    'refine-from-zero': 'Levenberg-Marquardt refinement from zero joints (no learned seed)',
+    'refine-from-zero': 'Levenberg-Marquardt from zero joints (no learned seed), restarting '
+    'from joints spread over the range where it stalls',
 }
 REPORT_NAMES = ('bench.json', 'bench.md', 'bench.png')
 ERROR_FLOOR_MM = 1e-14  # float64 FK of the OM-X resolves about 1e-13 mm
