@@ -46,7 +46,9 @@ class RefinedSolver:
             solutions = self.policy.select(
                 first.joints, first.position_errors, first.orientation_errors, None, 1
             )
-            if solutions.success and solutions.within_limits[0]:
+            # Unrefined hypotheses (the `network` solver) all miss: the nearest is the answer.
+            no_refinement = self.refiner.settings.max_iterations == 0
+            if no_refinement or (solutions.success and solutions.within_limits[0]):
                 return solutions
         if seed is not None:
             seed = check_seed(seed, self.chain)
