@@ -181,20 +181,23 @@ def _rank(
     count = 0
     for s in range(shifts.shape[0]):
         for i in range(k):
-            inside = reachable = True
+            reachable = True
+            for j in range(n):  # first, as most whole-turn variants fall outside the reach
+                value = joints[i, j] + shifts[s, j]
+                reachable = reachable and bounds[2, j] <= value <= bounds[3, j]
+            if not (reachable or s == 0):
+                continue
+            inside = True
             distance = travel = 0.0
             for j in range(n):
                 value = joints[i, j] + shifts[s, j]
                 candidates[count, j] = value
                 inside = inside and bounds[0, j] <= value <= bounds[1, j]
-                reachable = reachable and bounds[2, j] <= value <= bounds[3, j]
                 difference = value - seed[j]
                 travel += difference * difference
                 if full_turn[j] > 0.0:
                     difference = (difference + math.pi) % TURN - math.pi
                 distance += difference * difference
-            if not (reachable or s == 0):
-                continue
             error = position_errors[i] + weight * orientation_errors[i]
             if math.isnan(error):
                 error = math.inf
