@@ -46,8 +46,10 @@ class AnalyticSolver:
         self.policy = BranchPolicy(chain, settings)
         self.compiled = CompiledChain(chain)
         self._arrays = self.compiled.arrays
-        # A plain tuple: numba types it in C, a named tuple in Python (see SolverSettings.kernel).
-        self._geometry_values = tuple(self.ik.geometry)
+        # The geometry as a plain tuple: numba types it in C, a named tuple in Python (see
+        # SolverSettings.kernel).
+        self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
+        self._unseeded: dict[int, tuple] = {}
         self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
@@ -61,16 +63,15 @@ class AnalyticSolver:
         position, rotation = check_pose(position, rotation)
         if seed is not None:
             seed = check_seed(seed, self.chain)
-        return Solutions(
-            *_solve_pose(
-                position,
-                np.ascontiguousarray(rotation),
-                self._geometry_values,
-                self._arrays.joints,
-                self._arrays.tip,
-                *self.policy.kernel_arguments(seed, max_solutions),
-            )
-        )
+            arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
+        else:  # the common request: its arguments are built once
+            arguments = self._unseeded.get(max_solutions)
+            if arguments is None:
+                arguments = self._chain_arguments + self.policy.kernel_arguments(
+                    None, max_solutions
+                )
+                self._unseeded[max_solutions] = arguments
+        return Solutions(*_solve_pose(position, np.ascontiguousarray(rotation), *arguments))
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray
