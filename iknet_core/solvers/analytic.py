@@ -49,7 +49,6 @@ class AnalyticSolver:
         # The geometry as a plain tuple: numba types it in C, a named tuple in Python (see
         # SolverSettings.kernel).
         self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
-        self._unseeded: dict[int, tuple] = {}
         self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
@@ -63,14 +62,7 @@ class AnalyticSolver:
         position, rotation = check_pose(position, rotation)
         if seed is not None:
             seed = check_seed(seed, self.chain)
-            arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
-        else:  # the common request: its arguments are built once
-            arguments = self._unseeded.get(max_solutions)
-            if arguments is None:
-                arguments = self._chain_arguments + self.policy.kernel_arguments(
-                    None, max_solutions
-                )
-                self._unseeded[max_solutions] = arguments
+        arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
         return Solutions(*_solve_pose(position, np.ascontiguousarray(rotation), *arguments))
 
     def solve_batch(

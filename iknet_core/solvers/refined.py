@@ -22,7 +22,6 @@ class RefinedSolver:
         self.chain = refiner.chain
         self.name = name
         self.policy = BranchPolicy(self.chain, refiner.settings)
-        self._weight = refiner.settings.orientation_weight
 
     def solve(
         self,
@@ -65,7 +64,7 @@ class RefinedSolver:
         orientation_errors = refined.orientation_errors
         if count > 1 and not refined.converged.any() and self.refiner.settings.restarts:
             # No seed reached it: restart from the one that came nearest.
-            nearest = int(np.nanargmin(position_errors + self._weight * orientation_errors))
+            nearest = int(np.nanargmin(self._weighted_error(position_errors, orientation_errors)))
             again = self.refiner.refine(
                 position[None], rotation[None], joints[nearest][None], restarts=True
             )
@@ -111,10 +110,9 @@ class RefinedSolver:
             again = self.refiner.refine(
                 positions[missed], rotations[missed], joints[missed], restarts=True
             )
-            better = (
-                again.position_errors + self._weight * again.orientation_errors
-                < position_errors[missed] + self._weight * orientation_errors[missed]
-            )
+            better = self._weighted_error(
+                again.position_errors, again.orientation_errors
+            ) < self._weighted_error(position_errors[missed], orientation_errors[missed])
             rows = np.flatnonzero(missed)[better]
             joints[rows] = again.joints[better]
             position_errors[rows] = again.position_errors[better]
@@ -135,10 +133,16 @@ class RefinedSolver:
             arrays.joints,
             arrays.tip,
             self.policy.reach_bounds,
-            self._weight,
+            self.refiner.orientation_weight,
             closest,
         )
         return closest
+
+    def _weighted_error(
+        self, position_errors: np.ndarray, orientation_errors: np.ndarray
+    ) -> np.ndarray:
+        """m + orientation_weight * rad: what refinement lowers, to pick between results."""
+        return position_errors + self.refiner.orientation_weight * orientation_errors
 
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
