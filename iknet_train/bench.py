@@ -181,8 +181,8 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
         poses, recorded = poses[keep], recorded[keep]
     policy = BranchPolicy(chain, settings)
-    reachable = tolerance.met(*pose_errors(chain, recorded, poses)) & policy.within_reach(recorded)
-    recorded_error, _ = pose_errors(chain, recorded, poses)
+    recorded_error, recorded_angle = pose_errors(chain, recorded, poses)
+    reachable = tolerance.met(recorded_error, recorded_angle) & policy.within_reach(recorded)
 
     report = {
         'chain': chain.name,

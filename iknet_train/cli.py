@@ -115,12 +115,18 @@ def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None
     )
 
 
+def reads_recordings(args: argparse.Namespace, chain: Chain) -> bool:
+    """Whether the recording flags apply: the shipped recordings are the OM-X's default; another
+    arm reads recordings only when the flags name some."""
+    return chain == OMX_CHAIN or args.data is not None or bool(args.kinematics_pose_csv)
+
+
 def target_poses(
     args: argparse.Namespace, chain: Chain, default: Path
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Poses (B, 7) with joints that reach them (B, n), and where they come from: recordings
     (the shipped ones for the OM-X), else FK of joints uniform in the limits (--samples)."""
-    if chain == OMX_CHAIN or args.data is not None or args.kinematics_pose_csv:
+    if reads_recordings(args, chain):
         recordings = recordings_from_args(args, chain, default)
         source = {
             'recordings': [r.source for r in recordings],
@@ -140,8 +146,13 @@ def target_poses(
         '%s has no recordings here: %d poses of joints uniform in its limits (seed %d)',
         chain.name, args.samples, args.seed,
     )  # fmt: skip
-    source = {'recordings': [], 'sampled_poses': len(poses)}
-    return poses, joints, {**source, 'dropped_poses': 0, 'dropped_joint_states': 0}
+    source = {
+        'recordings': [],
+        'sampled_poses': len(poses),
+        'dropped_poses': 0,
+        'dropped_joint_states': 0,
+    }
+    return poses, joints, source
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:

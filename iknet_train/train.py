@@ -31,6 +31,7 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_recording_arguments,
     chain_from_args,
+    reads_recordings,
     recordings_from_args,
 )
 from iknet_train.data import (
@@ -182,7 +183,7 @@ def seed_everything(seed: int) -> None:
 def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
     """Recordings from the CSV flags and --data, rest rows left out. The shipped recordings are
     the default for the OM-X only; another arm trains on synthetic data unless given some."""
-    if chain != OMX_CHAIN and args.data is None and not args.kinematics_pose_csv:
+    if not reads_recordings(args, chain):
         return []
     return [drop_repeats(r) for r in recordings_from_args(args, chain, TRAIN_DATA)]
 

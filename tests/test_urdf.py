@@ -156,6 +156,7 @@ BAD_DESCRIPTIONS = {
     'malformed XML': ('<robot name="x"><link name="a"></robot>', 'a', 'a', 'not well-formed XML'),
     'not a robot': ('<robot name="x"><joint name="j" type="revolute"/></robot>', 'a', 'b',
                     'is not a valid URDF'),
+    'no tip link': (chain_to_urdf(OMX_CHAIN), 'world', '', "got 'world' and ''"),
     'no such file': ('/nonexistent/arm.urdf', 'a', 'b', '/nonexistent/arm.urdf does not exist'),
 }  # fmt: skip
 

@@ -55,6 +55,10 @@ def read_description(source: str | Path) -> str:
 
 def chain_from_urdf(source: str | Path, base_link: str, tip_link: str) -> Chain:
     """The chain from base_link to tip_link of a URDF file, xacro file or XML string."""
+    if not (base_link and tip_link):
+        raise UrdfError(
+            f'a chain needs a base link and a tip link, got {base_link!r} and {tip_link!r}'
+        )
     is_xml = str(source).lstrip().startswith('<')
     robot = _parse(read_description(source), 'the robot description' if is_xml else str(source))
     links = {link.name for link in robot.links}
