@@ -18,9 +18,10 @@ from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 def _solve_pose(position, rotation, geometry_values, joints, tip, *policy_arguments):
     """One pose in one compiled call: both elbows, their FK errors (m, rad), the branch policy's
     choice in Solutions' field order. policy_arguments: BranchPolicy.kernel_arguments()."""
-    seed = policy_arguments[4]
-    branches = np.empty((2, seed.shape[0]))
-    position_errors, orientation_errors = np.empty(2), np.empty(2)
+    n = policy_arguments[4].shape[0]  # the seed's length
+    scratch = np.empty(2 * n + 4)  # one allocation: see select_candidates
+    branches = scratch[: 2 * n].reshape((2, n))
+    position_errors, orientation_errors = scratch[2 * n : 2 * n + 2], scratch[2 * n + 2 :]
     branches_of_pose(position, rotation, OmxGeometry(*geometry_values), branches)
     for row in range(2):
         position_errors[row], orientation_errors[row] = pose_error(

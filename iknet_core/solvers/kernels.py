@@ -422,9 +422,12 @@ def pose_jacobian_batch(q, joints, tip, positions, rotations, jacobians):
 @njit(cache=True)
 def pose_error(q, target_position, target_rotation, joints, tip):
     """Position (m) and orientation (rad) error of FK(q (n,)) against one target."""
-    position, rotation = np.empty(3), np.empty((3, 3))
-    pose_jacobian(q, joints, tip, position, rotation, np.empty((6, q.shape[0])))
-    return _residual(position, rotation, target_position, target_rotation, 1.0, np.empty(6))
+    # One scratch allocation, viewed as the four buffers: allocations dominate a cold call.
+    n = q.shape[0]
+    scratch = np.empty(18 + 6 * n)
+    position, rotation, residual = scratch[:3], scratch[3:12].reshape((3, 3)), scratch[12:18]
+    pose_jacobian(q, joints, tip, position, rotation, scratch[18:].reshape((6, n)))
+    return _residual(position, rotation, target_position, target_rotation, 1.0, residual)
 
 
 @njit(cache=True)

@@ -287,15 +287,18 @@ def select_candidates(
         flags,
         chosen,
     )
-    picked = chosen[:filled]
-    origin = sources[picked]
-    return (
-        candidates[picked],
-        position_errors[origin],
-        orientation_errors[origin],
-        flags[picked, 0].copy(),
-        flags[picked, 1].copy(),
-    )
+    # Gathered by a loop: fancy indexing allocates an index array and a copy per field, and
+    # allocations dominate a call made on a cold cache (a server woken by its next request).
+    best = np.empty((filled, joints.shape[1]))
+    best_position_errors, best_orientation_errors = np.empty(filled), np.empty(filled)
+    within_limits, meets_tolerance = np.empty(filled, np.bool_), np.empty(filled, np.bool_)
+    for rank in range(filled):
+        row = chosen[rank]
+        best[rank] = candidates[row]
+        best_position_errors[rank] = position_errors[sources[row]]
+        best_orientation_errors[rank] = orientation_errors[sources[row]]
+        within_limits[rank], meets_tolerance[rank] = flags[row, 0], flags[row, 1]
+    return best, best_position_errors, best_orientation_errors, within_limits, meets_tolerance
 
 
 @njit(cache=True)
