@@ -7,6 +7,8 @@ that the checkpoint fills from its own `normalization` entry.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
@@ -48,6 +50,8 @@ class IKNetwork(nn.Module):
     """
 
     config_class: ClassVar[type]
+    # Buffers that stay float32 under half precision: their rounding would reach the answer.
+    float32_buffers: ClassVar[tuple[str, ...]] = ('input_mean', 'input_std')
 
     def __init__(self, n_features: int) -> None:
         super().__init__()
@@ -156,6 +160,22 @@ class MultiHypothesisConfig:
     n_blocks: int = 3
     n_hypotheses: int = 4
     tool_frame_features: bool = True
+    # Each joint's output circle spans this arc (rad): angle = center + half_range * atan2 / pi.
+    # Empty: the whole circle (-pi, pi] for every joint, as models before this field. A joint
+    # limited to less than a turn gets its limits' arc, so no hypothesis leaves them.
+    joint_centers: tuple[float, ...] = ()
+    joint_half_ranges: tuple[float, ...] = ()
+
+
+def joint_arcs(low: Sequence[float], high: Sequence[float]) -> dict[str, list[float]]:
+    """MultiHypothesisConfig fields mapping each output circle onto [low, high] (rad); a joint
+    with a turn or more of range keeps the whole circle."""
+    centers, half_ranges = [], []
+    for lower, upper in zip(low, high, strict=True):
+        limited = upper - lower < 2.0 * math.pi
+        centers.append(0.5 * (lower + upper) if limited else 0.0)
+        half_ranges.append(0.5 * (upper - lower) if limited else math.pi)
+    return {'joint_centers': centers, 'joint_half_ranges': half_ranges}
 
 
 class ResidualBlock(nn.Module):
@@ -174,6 +194,7 @@ class MultiHypothesisIKNet(IKNetwork):
     """Position + sign-free rotation features in, K joint hypotheses out (elbow up/down, ...)."""
 
     config_class = MultiHypothesisConfig
+    float32_buffers = (*IKNetwork.float32_buffers, 'joint_center', 'joint_scale')
 
     def __init__(self, config: MultiHypothesisConfig) -> None:
         super().__init__(12 if config.tool_frame_features else 9)
@@ -182,6 +203,17 @@ class MultiHypothesisIKNet(IKNetwork):
         self.blocks = nn.Sequential(*(ResidualBlock(config.width) for _ in range(config.n_blocks)))
         self.norm = nn.LayerNorm(config.width)
         self.head = nn.Linear(config.width, config.n_hypotheses * config.n_joints * 2)
+        centers = config.joint_centers or (0.0,) * config.n_joints
+        half_ranges = config.joint_half_ranges or (math.pi,) * config.n_joints
+        if not len(centers) == len(half_ranges) == config.n_joints:
+            raise ValueError(
+                f'joint_centers and joint_half_ranges need {config.n_joints} values each, got '
+                f'{len(centers)} and {len(half_ranges)}'
+            )
+        if not all(0.0 < h <= math.pi for h in half_ranges):
+            raise ValueError(f'joint_half_ranges must be in (0, pi], got {half_ranges}')
+        self.register_buffer('joint_center', torch.tensor(centers), persistent=False)
+        self.register_buffer('joint_scale', torch.tensor(half_ranges) / math.pi, persistent=False)
 
     @property
     def n_hypotheses(self) -> int:
@@ -201,8 +233,12 @@ class MultiHypothesisIKNet(IKNetwork):
         return self.trunk(self.normalized_features(poses))
 
     def to_angles(self, raw: torch.Tensor) -> torch.Tensor:
-        """(B, K, n_joints, 2) -> (B, K, n_joints) rad in (-pi, pi]."""
-        return torch.atan2(raw[..., 1], raw[..., 0])
+        """(B, K, n_joints, 2) -> (B, K, n_joints) rad on each joint's arc."""
+        return self.joint_center + self.joint_scale * torch.atan2(raw[..., 1], raw[..., 0])
+
+    def circle_angles(self, joints: torch.Tensor) -> torch.Tensor:
+        """Joints (..., n_joints) rad -> the angles on the output circles that give them."""
+        return (joints - self.joint_center) / self.joint_scale
 
 
 MODELS: dict[str, type[IKNetwork]] = {

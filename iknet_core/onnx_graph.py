@@ -35,7 +35,8 @@ class ExportedNetwork(nn.Module):
         self.fp16 = fp16
         if fp16:
             model.half()
-            model.input_mean, model.input_std = model.input_mean.float(), model.input_std.float()
+            for name in model.float32_buffers:
+                setattr(model, name, getattr(model, name).float())
 
     def forward(self, poses: torch.Tensor) -> torch.Tensor:
         features = self.model.normalized_features(poses)

@@ -38,6 +38,7 @@ from iknet_core.solvers.factory import (
     build_solver,
 )
 from iknet_core.solvers.network import BACKENDS, NetworkProposer
+from iknet_core.solvers.parallel import available_cores
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
 from iknet_core.solvers.settings import SolverSettings
@@ -116,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='s; solve_batch over every pose is repeated for this long and the best run kept',
     )
     parser.add_argument(
+        '--batch-threads',
+        type=int,
+        default=1,
+        help="threads of iknet's batched refinement (0: every core); the peers and single "
+        'queries always run on one',
+    )
+    parser.add_argument(
         '--seed',
         type=int,
         default=0,
@@ -161,8 +169,13 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     """The report, and each solver's position errors (m) for the plot."""
     if args.max_poses is not None and args.max_poses < 1:
         raise ValueError(f'--max-poses must be >= 1, got {args.max_poses}')
+    if args.batch_threads < 0:
+        raise ValueError(f'--batch-threads must be >= 0, got {args.batch_threads}')
     one_thread()
-    settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
+    settings = SolverSettings(
+        Tolerance(args.position_tolerance, args.orientation_tolerance),
+        batch_threads=args.batch_threads or available_cores(),
+    )
     if args.position_only:
         settings = settings.position_only()
     tolerance = settings.tolerance
@@ -202,7 +215,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
             # None: any orientation (--position-only); JSON has no infinity.
             'orientation_rad': None if settings.is_position_only else tolerance.orientation,
         },
-        'machine': machine(),
+        'machine': {**machine(), 'batch_threads': settings.batch_threads},
         'solvers': {},
         'skipped': {},
     }
@@ -335,7 +348,12 @@ def format_markdown(report: dict) -> str:
         '(their recorded joints meet that tolerance); the recorded joints are inside the '
         f'software limits for {_percent(data["recorded_joints_within_limits"])}. One thread on a '
         f'{host["cpu_count"]}-core {host["processor"]} machine, load '
-        f'{_number(host["load_average_1min"])} at the end of the run.',
+        f'{_number(host["load_average_1min"])} at the end of the run'
+        + (
+            f"; iknet's batched refinement on {host['batch_threads']} threads."
+            if host.get('batch_threads', 1) > 1
+            else '.'
+        ),
         '',
         '| solver | position error mm: mean | median | p95 | p99 | max '
         '| orientation error deg: median | p99 | max |',

@@ -40,8 +40,9 @@ def multi_hypothesis_loss(
     raw = model.unit_vectors(poses)  # (B, K, n, 2)
     length = raw.norm(dim=-1)
     unit = raw / length.clamp_min(1e-6)[..., None]
-    angles = torch.atan2(unit[..., 1], unit[..., 0])  # (B, K, n)
-    target_unit = torch.stack([joints.cos(), joints.sin()], -1)[:, None]  # (B, 1, n, 2)
+    angles = model.to_angles(unit)  # (B, K, n)
+    circle = model.circle_angles(joints)
+    target_unit = torch.stack([circle.cos(), circle.sin()], -1)[:, None]  # (B, 1, n, 2)
     joint_term = (unit - target_unit).square().sum((-1, -2))  # ~ sum of squared joint errors
 
     position, rotation = forward_kinematics(chain, angles)  # (B, K, 3), (B, K, 3, 3)

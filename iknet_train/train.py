@@ -25,8 +25,9 @@ from pytorch_pfn_extras.training import extensions, triggers
 from iknet_core.checkpoint import save_checkpoint
 from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
-from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model
+from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model, joint_arcs
 from iknet_core.resources import TRAIN_DATA
+from iknet_core.solvers.policy import joint_bounds
 from iknet_train.cli import (
     add_chain_arguments,
     add_recording_arguments,
@@ -69,6 +70,15 @@ TRAIN_DEFAULTS = {
     ),
 }
 DEFAULT_SYNTHETIC = 400_000
+
+
+def output_arcs(chain: Chain, joints: np.ndarray) -> dict[str, list[float]]:
+    """The iknet model's output arcs: each joint's reach, widened to the training joints (B, n)
+    where they go beyond it, so every hypothesis stays where the arm can be."""
+    low, high = joint_bounds(chain, 'reach')
+    if len(joints):
+        low, high = np.minimum(low, joints.min(0)), np.maximum(high, joints.max(0))
+    return joint_arcs(low.tolist(), high.tolist())
 
 
 def per_model(name: str) -> str:
@@ -247,7 +257,10 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
     )
 
-    model = build_model(args.model, {'n_joints': chain.n_joints, **json.loads(args.model_config)})
+    config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
+    if args.model == 'iknet':
+        config = {**output_arcs(chain, train_set[1]), **config}
+    model = build_model(args.model, config)
     train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
     model.fit_normalization(train_poses)
     model.to(device)

@@ -8,18 +8,21 @@ from golden import random_observed_joints
 from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.metrics import wrapped_difference
-from iknet_core.networks import build_model
+from iknet_core.networks import build_model, joint_arcs
 from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.network_kernel import CompiledNetwork
+from iknet_core.solvers.policy import joint_bounds
 
 
 @pytest.fixture(scope='module')
 def model_path(tmp_path_factory):
     """An untrained but non-trivial network: random weights, normalization from real poses."""
     torch.manual_seed(0)
-    model = build_model('iknet', {'width': 64, 'n_blocks': 2})
+    # Output arcs from the reach, so every backend maps the circles onto them alike.
+    arcs = joint_arcs(*(bounds.tolist() for bounds in joint_bounds(OMX_CHAIN, 'reach')))
+    model = build_model('iknet', {'width': 64, 'n_blocks': 2, **arcs})
     position, rotation = forward_kinematics(OMX_CHAIN, random_observed_joints(512, seed=11))
     from iknet_core.kinematics.transforms import quaternion_from_matrix
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from iknet_core.networks import (
     ReferenceConfig,
     build_model,
     config_to_dict,
+    joint_arcs,
     pose_features,
 )
 from iknet_train.synthetic import synthetic_samples
@@ -76,3 +79,27 @@ def test_normalization_is_fitted_and_checked() -> None:
     assert torch.all(model.input_std >= 1e-3)  # R[2, 1] is always 0 on the OM-X
     with pytest.raises(ValueError, match=r'input_mean must have shape \(12,\), got \(9,\)'):
         model.set_normalization({'input_mean': [0.0] * 9, 'input_std': [1.0] * 12})
+
+
+def test_joint_arcs_keep_every_hypothesis_inside_them() -> None:
+    low, high = [-3.5, -1.0, 0.5, -2.0], [3.5, 1.5, 2.0, -1.9]  # a full turn, then arcs
+    model = build_model('iknet', {'width': 16, 'n_blocks': 1, **joint_arcs(low, high)})
+    torch.manual_seed(1)
+    with torch.no_grad():
+        model.head.weight.normal_(0.0, 3.0)
+        angles = model(poses(256))
+    assert model.config.joint_half_ranges[0] == pytest.approx(math.pi)
+    assert (angles[..., 1:] >= torch.tensor(low[1:]) - 1e-6).all()
+    assert (angles[..., 1:] <= torch.tensor(high[1:]) + 1e-6).all()
+    spread = angles[..., 1:].amax((0, 1)) - angles[..., 1:].amin((0, 1))
+    assert (spread > 0.5 * (torch.tensor(high[1:]) - torch.tensor(low[1:]))).all()
+    # circle_angles is the inverse the loss uses for recorded joints.
+    joints = torch.tensor([[0.3, 0.2, 1.1, -1.95]])
+    circle = model.circle_angles(joints)
+    unit = torch.stack([circle.cos(), circle.sin()], -1)[:, None]
+    torch.testing.assert_close(model.to_angles(unit)[:, 0], joints)
+
+
+def test_joint_arcs_of_the_wrong_length_are_refused() -> None:
+    with pytest.raises(ValueError, match='joint_centers and joint_half_ranges need 4'):
+        build_model('iknet', {'joint_centers': [0.0], 'joint_half_ranges': [1.0]})

@@ -1,4 +1,5 @@
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from iknet_core.kinematics import OMX_CHAIN, Chain, forward_kinematics, geometri
 from iknet_core.kinematics.transforms import axis_angle_matrix, rotation_angle_between
 from iknet_core.solvers import Refiner, SolverSettings, Tolerance, kernels
 from iknet_core.solvers.kernels import CompiledChain
+from iknet_core.solvers.parallel import run_in_blocks
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
 # joint3 value (rad) at which the OM-X elbow is straight: the upper link is (0.024, 0, 0.128).
@@ -235,3 +237,44 @@ def test_a_seed_facing_the_other_way_still_converges(refiner):
     position, rotation = targets(q)
     result = refiner.refine(position, rotation, np.array([[-0.12, -0.3, 0.4, 0.5]]))
     assert result.converged[0]
+
+
+def test_batches_on_threads_give_the_one_thread_answer_bit_for_bit():
+    q = random_observed_joints(1_000, seed=31)
+    position, rotation = targets(q)
+    seeds = q + np.random.default_rng(31).normal(0.0, 0.5, q.shape)
+    one, four = (
+        Refiner(OMX_CHAIN, SolverSettings(tolerance=EXACT, batch_threads=threads)).refine(
+            position, rotation, seeds, restarts=True
+        )
+        for threads in (1, 4)
+    )
+    for field in ('joints', 'position_errors', 'orientation_errors', 'iterations'):
+        assert np.array_equal(getattr(one, field), getattr(four, field)), field
+
+
+def test_row_blocks_cover_every_row_once_off_the_callers_thread():
+    seen = np.zeros(1_000, dtype=int)
+    blocks = []
+
+    def run(rows: slice) -> None:
+        blocks.append((rows, threading.current_thread().name))
+        seen[rows] += 1
+
+    run_in_blocks(len(seen), 3, run)
+    assert (seen == 1).all()
+    assert len(blocks) == 3
+    assert all(name.startswith('iknet-batch') for _, name in blocks)
+    with pytest.raises(ZeroDivisionError):
+        run_in_blocks(1_000, 2, lambda rows: 1 / 0)
+
+
+def test_a_stalling_seed_is_given_up_early_only_when_asked(refiner):
+    # Far out of reach: the cost settles within a few iterations and then crawls.
+    position, rotation = np.array([[0.9, 0.4, 0.3]]), np.eye(3)[None]
+    seed = np.zeros((1, 4))
+    crawl = refiner.refine(position, rotation, seed)
+    given_up = refiner.refine(position, rotation, seed, stop_on_stall=True)
+    assert not crawl.converged.any() and not given_up.converged.any()
+    assert given_up.iterations[0] < crawl.iterations[0]
+    assert given_up.position_errors[0] < 0.9  # it still moved towards the target

@@ -14,6 +14,7 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
+from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
 from iknet_train.synthetic import synthetic_samples, write_recording
 from iknet_train.train import main
@@ -67,6 +68,14 @@ def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
     assert data['recorded_train'] > 0 and data['recorded_val'] > 0
     assert data['synthetic_train'] + data['synthetic_val'] == 2000
     assert checkpoint.training['command'].startswith('iknet-train --data')
+    if model_type == 'iknet':  # every hypothesis stays inside the joints' reach
+        low, high = joint_bounds(OMX_CHAIN, 'reach')
+        centers = np.array(checkpoint.model.config.joint_centers)
+        half_ranges = np.array(checkpoint.model.config.joint_half_ranges)
+        limited = high - low < 2 * math.pi
+        assert np.allclose((centers - half_ranges)[limited], low[limited])
+        assert np.allclose((centers + half_ranges)[limited], high[limited])
+        assert np.allclose(half_ranges[~limited], math.pi)
 
 
 # A resumed run starts on an epoch boundary, before any validation has reported.

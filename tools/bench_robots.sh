@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The any-arm benchmark: for Panda, UR5 and SO-101 (example-robot-data), 10,000 random reachable
 # full poses each (FK of joints uniform in the limits, seed 0), solved at 1e-5 m and 1e-4 rad on
-# one thread, iknet's solvers beside the installed peer libraries. Extra arguments go to every
-# iknet-bench run (e.g. --samples 1000 for a quick look, --model for a trained network).
+# one thread (iknet's batched refinement on every core), iknet's solvers beside the installed
+# peer libraries. Extra arguments go to every iknet-bench run (e.g. --samples 1000 for a quick
+# look, --model for a trained network).
 # Targets: >= 99.95 % solved, single query <= 100 us, batched >= 50,000 solutions/s.
 set -euo pipefail
 # shellcheck disable=SC1091
@@ -10,5 +11,6 @@ set -euo pipefail
 out=${IKNET_BENCH_OUT:-bench_robots}
 for robot in panda ur5 so101; do
   iknet-bench --chain "$robot" --samples 10000 --position-tolerance 1e-5 \
-    --orientation-tolerance 1e-4 --single-queries 1000 --out "$out/$robot" "$@"
+    --orientation-tolerance 1e-4 --single-queries 1000 --batch-threads 0 \
+    --out "$out/$robot" "$@"
 done

@@ -239,16 +239,30 @@ def _cholesky_solve(a, b, x):
         x[i] = value / a[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def refine_batch(
-    q, target_positions, target_rotations, joints, tip, bounds, setting_values, errors, iterations
+    q,
+    target_positions,
+    target_rotations,
+    joints,
+    tip,
+    bounds,
+    setting_values,
+    stop_on_stall,
+    rows,
+    errors,
+    iterations,
+    converged,
 ):
     """Levenberg-Marquardt on every row of q (B, n), in place, towards targets (B, 3), (B, 3, 3).
 
     setting_values: SolverSettings.kernel() (tolerances, orientation weight m/rad, iterations,
     restarts). Writes errors (B, 2) = position m, orientation rad; iterations (B,), all restarts
-    counted. A row that misses the tolerance from its seed restarts from spread-out joints (up
-    to `restarts` times, `restart_iterations` each) until one meets it; the lowest cost is kept.
+    counted; converged (B,) whether the errors meet the tolerance. Only rows[0] <= b < rows[1]
+    are touched, so threads can share the arrays. A row that misses the tolerance from its seed
+    restarts from spread-out joints (up to `restarts` times, `restart_iterations` each) until one
+    meets it; the lowest cost is kept. stop_on_stall: give a seed up when its cost stops falling
+    (always so with restarts).
     """
     n = q.shape[1]
     settings = named(setting_values)
@@ -259,13 +273,13 @@ def refine_batch(
     )  # fmt: skip
     spread = _spread_directions(n)
     restart = np.empty(n)
-    for b in range(q.shape[0]):
+    for b in range(rows[0], rows[1]):
         current = q[b]
         target_position, target_rotation = target_positions[b], target_rotations[b]
         restarts = settings.restarts
         position_error, orientation_error, cost, count = _levenberg_marquardt(
             current, target_position, target_rotation, joints, tip, bounds, settings,
-            settings.max_iterations, restarts > 0, work,
+            settings.max_iterations, stop_on_stall or restarts > 0, work,
         )  # fmt: skip
         for r in range(1, restarts + 1):
             if _meets(position_error, orientation_error, settings):
@@ -294,6 +308,7 @@ def refine_batch(
         errors[b, 0] = position_error
         errors[b, 1] = orientation_error
         iterations[b] = count
+        converged[b] = _meets(position_error, orientation_error, settings)
 
 
 @njit(cache=True)

@@ -75,9 +75,11 @@ def _features(position, rotation, tool_frame, mean, std, out):
 @numba.njit(cache=True)
 def forward_batch(
     positions, rotations, tool_frame, mean, std, stem_w, stem_b, norms, fc1_w, fc1_b,
-    fc2_w, fc2_b, final_gain, final_shift, head_w, head_b, n_hypotheses, n_joints, out,
+    fc2_w, fc2_b, final_gain, final_shift, head_w, head_b, n_hypotheses, n_joints,
+    joint_center, joint_scale, out,
 ):  # fmt: skip
-    """positions (B, 3), rotations (B, 3, 3) -> out (B, K, n) rad; weights as float32 arrays."""
+    """positions (B, 3), rotations (B, 3, 3) -> out (B, K, n) rad; weights as float32 arrays,
+    joint_center and joint_scale (n,) float64 as MultiHypothesisIKNet.to_angles uses them."""
     width = stem_b.shape[0]
     features = np.empty(mean.shape[0], dtype=np.float32)
     x = np.empty(width, dtype=np.float32)
@@ -99,7 +101,8 @@ def forward_batch(
         for k in range(n_hypotheses):
             for j in range(n_joints):
                 index = 2 * (k * n_joints + j)
-                out[b, k, j] = math.atan2(y[index + 1], y[index])
+                circle = math.atan2(y[index + 1], y[index])
+                out[b, k, j] = joint_center[j] + joint_scale[j] * circle
 
 
 class CompiledNetwork:
@@ -134,6 +137,8 @@ class CompiledNetwork:
             array(model.head.bias),
             config.n_hypotheses,
             config.n_joints,
+            model.joint_center.detach().cpu().double().numpy().copy(),
+            model.joint_scale.detach().cpu().double().numpy().copy(),
         )
         self(np.zeros((1, 3)), np.eye(3)[None])  # compile (or load from cache) now
 

@@ -14,11 +14,12 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import check_poses
+from iknet_core.solvers.parallel import run_in_blocks
 from iknet_core.solvers.policy import full_turn_joints, joint_bounds
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen, for speed, as Solutions; treat it as read-only
 class Refinement:
     """Refined joints (B, n) rad with FK errors (B,) m and (B,) rad, iterations (B,) and whether
     each met the tolerance (B,)."""
@@ -48,6 +49,8 @@ class Refiner:
         self.orientation_weight = settings.orientation_weight
         self.compiled = kernels.CompiledChain(chain)
         self._bounds = np.stack([low, high, full_turn_joints(chain, bounds)], -1).astype(float)
+        arrays = self.compiled.arrays
+        self._chain_arrays = (arrays.joints, arrays.tip, self._bounds)
         self._settings = settings.kernel()
         self._settings_without_restarts = replace(settings, restarts=0).kernel()
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
@@ -60,9 +63,12 @@ class Refiner:
         rotations: np.ndarray,
         seeds: np.ndarray,
         restarts: bool = False,
+        stop_on_stall: bool = False,
     ) -> Refinement:
         """Refine seeds (B, n) rad towards targets (B, 3) m, (B, 3, 3); with restarts, a seed
-        that misses the tolerance is followed by settings.restarts spread-out ones."""
+        that misses the tolerance is followed by settings.restarts spread-out ones. stop_on_stall
+        (implied by restarts): give a seed up as soon as its cost stops falling, for callers
+        that try other seeds next; otherwise it runs settings.max_iterations."""
         positions, rotations = check_poses(positions, rotations)
         joints = np.array(seeds, dtype=np.float64, order='C')  # a copy: refined in place
         if joints.shape != (len(positions), self.chain.n_joints):
@@ -70,25 +76,23 @@ class Refiner:
                 f'expected seeds of shape ({len(positions)}, {self.chain.n_joints}), '
                 f'got {joints.shape}'
             )
-        errors = np.empty((len(joints), 2))
-        iterations = np.empty(len(joints), dtype=np.int64)
-        arrays = self.compiled.arrays
-        kernels.refine_batch(
+        count = len(joints)
+        errors = np.empty((count, 2))
+        iterations = np.empty(count, dtype=np.int64)
+        converged = np.empty(count, dtype=np.bool_)
+        arguments = (
             joints,
             positions,
             rotations,
-            arrays.joints,
-            arrays.tip,
-            self._bounds,
+            *self._chain_arrays,
             self._settings if restarts else self._settings_without_restarts,
-            errors,
-            iterations,
+            stop_on_stall,
         )
-        position_errors, orientation_errors = errors[:, 0], errors[:, 1]
-        return Refinement(
-            joints=joints,
-            position_errors=position_errors,
-            orientation_errors=orientation_errors,
-            iterations=iterations,
-            converged=self.tolerance.met(position_errors, orientation_errors),
-        )
+
+        def refine_rows(rows: slice) -> None:
+            kernels.refine_batch(
+                *arguments, (rows.start, rows.stop), errors, iterations, converged
+            )
+
+        run_in_blocks(count, self.settings.batch_threads, refine_rows)
+        return Refinement(joints, errors[:, 0], errors[:, 1], iterations, converged)

@@ -37,6 +37,8 @@ class SolverSettings:
     tolerance, refine again from up to this many joint vectors spread over the joints' range
     (restart_iterations each), until one does: a 6- or 7-joint arm from a single seed misses
     ~10-60 % of reachable poses (TRAC-IK and rtb's LM restart from random joints likewise).
+    batch_threads: threads a batched refinement runs on; 0 = every core this process may use
+    (a single query always runs on the caller's thread).
     """
 
     tolerance: Tolerance = DEFAULT_TOLERANCE
@@ -45,6 +47,7 @@ class SolverSettings:
     duplicate_tolerance: float = 1e-3
     restarts: int = 50
     restart_iterations: int = 30
+    batch_threads: int = 0
 
     def __post_init__(self) -> None:
         if not self.orientation_weight >= 0.0:
@@ -58,6 +61,8 @@ class SolverSettings:
                 f'restarts and restart_iterations must be >= 0, got {self.restarts} and '
                 f'{self.restart_iterations}'
             )
+        if self.batch_threads < 0:
+            raise ValueError(f'batch_threads must be >= 0, got {self.batch_threads}')
         if not self.duplicate_tolerance > 0.0:
             raise ValueError(
                 f'duplicate_tolerance must be > 0 rad, got {self.duplicate_tolerance}'
