@@ -33,8 +33,10 @@ class JointRecord:
 
 
 def has_header(message_type: type) -> bool:
-    """Whether a message class carries a std_msgs/Header (KinematicsPose comes in both kinds)."""
-    return 'header' in message_type.get_fields_and_field_types()
+    """Whether a message class carries a std_msgs/Header (KinematicsPose comes in both kinds):
+    an rclpy message class, or a rosbags one (a dataclass) read from a bag."""
+    fields = getattr(message_type, 'get_fields_and_field_types', None)
+    return 'header' in (fields() if fields else getattr(message_type, '__dataclass_fields__', {}))
 
 
 def stamp_to_ns(stamp: Any) -> int:

@@ -156,12 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def one_thread() -> None:
-    """Time every solver on one thread, as a single robot process would run it."""
+def one_thread(batch_threads: int) -> None:
+    """Time every solver on one thread, as a single robot process would run it; torch, which
+    only runs batches here (single queries take the compiled network), gets batch_threads."""
     import numba
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(batch_threads)
     numba.set_num_threads(1)
 
 
@@ -171,11 +172,11 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         raise ValueError(f'--max-poses must be >= 1, got {args.max_poses}')
     if args.batch_threads < 0:
         raise ValueError(f'--batch-threads must be >= 0, got {args.batch_threads}')
-    one_thread()
     settings = SolverSettings(
         Tolerance(args.position_tolerance, args.orientation_tolerance),
         batch_threads=args.batch_threads or available_cores(),
     )
+    one_thread(settings.batch_threads)
     if args.position_only:
         settings = settings.position_only()
     tolerance = settings.tolerance

@@ -13,6 +13,7 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_train.bags import is_bag, load_bag
 from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
@@ -63,7 +64,10 @@ def add_recording_arguments(
     allow_none: bool = False,
 ) -> None:
     """--data, the reference IKNet's CSV flags and --tolerance-ms; default: a shipped folder."""
-    data_help = f'recording directories or globs (default: the shipped {default})'
+    data_help = (
+        'recording directories or globs, or rosbag2 bags (a bag directory, .mcap or .db3 file '
+        f'with /joint_states and optionally /kinematics_pose) (default: the shipped {default})'
+    )
     if allow_none:
         data_help += '; give --data without a value to use no recording'
     parser.add_argument('--data', nargs='*' if allow_none else '+', default=None, help=data_help)
@@ -95,11 +99,15 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
             f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
         )
     pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
+    bags = [entry for entry in args.data or [] if is_bag(entry)]
     if args.data is None and not pairs:
         pairs = find_recordings([shipped(default)])
     elif args.data:
-        pairs += find_recordings(args.data)
-    return load_recordings(pairs, chain, args.tolerance_ms * 1e-3)
+        pairs += find_recordings([entry for entry in args.data if entry not in bags])
+    tolerance_s = args.tolerance_ms * 1e-3
+    return load_recordings(pairs, chain, tolerance_s) + [
+        load_bag(bag, chain, tolerance_s) for bag in bags
+    ]
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None:

@@ -140,9 +140,13 @@ def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:
     if example_robots_dir() is None:
         pytest.skip('example-robot-data is not installed (pip install "iknet[robots]")')
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, 'IKNET_BENCH_OUT': str(tmp_path)}
+    env = {
+        **os.environ,
+        'IKNET_BENCH_OUT': str(tmp_path),
+        'IKNET_BENCH_TRAIN': '--synthetic 2000 --epochs 1 --model-config {"width":16}',
+    }
     quick = ['--samples', '20', '--single-queries', '5', '--batch-seconds', '0',
-             '--solvers', 'refine-from-zero']  # fmt: skip
+             '--solvers', 'network+refine', 'refine-from-zero']  # fmt: skip
     subprocess.run(
         ['bash', str(root / 'tools' / 'bench_robots.sh'), *quick], env=env, check=True,
         timeout=900, capture_output=True,
@@ -152,3 +156,6 @@ def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:
         assert report['data']['sampled_poses'] == 20
         assert report['tolerance'] == {'position_m': 1e-5, 'orientation_rad': 1e-4}
         assert report['solvers']['refine-from-zero']['solved'] >= 0.9
+        # The arm's own network, trained by the script because none was there.
+        assert report['model'] == str(tmp_path / 'models' / f'{robot}.pt')
+        assert report['solvers']['network+refine']['solved'] >= 0.9

@@ -117,6 +117,7 @@ ROSDEP_KEYS = {
     'numba': 'python3-numba',
     'PyYAML': 'python3-yaml',
     'yourdfpy': 'python3-yourdfpy-pip',
+    'rosbags': 'python3-rosbags-pip',
     'pytest': 'python3-pytest',
     'pytest-timeout': 'python3-pytest-timeout',
     'ros-domain-coordinator': 'domain_coordinator',
@@ -159,6 +160,7 @@ def test_keys_rosdistro_lacks_are_defined_here_for_the_same_pypi_packages():
         'python3-onnx-pip',
         'python3-pytorch-pfn-extras-pip',
         'python3-yourdfpy-pip',
+        'python3-rosbags-pip',
     }
     for key, rules in defined.items():
         for os_name in ('debian', 'ubuntu'):
@@ -182,7 +184,8 @@ def test_ros_pypi_extra_has_a_wheel_for_every_ros_package_in_package_xml():
 def test_console_scripts_point_at_mains():
     scripts = pyproject()['project']['scripts']
     assert set(scripts) == {
-        'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain'
+        'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain',
+        'iknet-convert',
     }  # fmt: skip
     for script, target in scripts.items():
         module, function = target.split(':')

@@ -2,15 +2,27 @@
 # The any-arm benchmark: for Panda, UR5 and SO-101 (example-robot-data), 10,000 random reachable
 # full poses each (FK of joints uniform in the limits, seed 0), solved at 1e-5 m and 1e-4 rad on
 # one thread (iknet's batched refinement on every core), iknet's solvers beside the installed
-# peer libraries. Extra arguments go to every iknet-bench run (e.g. --samples 1000 for a quick
-# look, --model for a trained network).
+# peer libraries. Each arm's network is $IKNET_BENCH_MODELS/<arm>.pt (default
+# $IKNET_BENCH_OUT/models): trained first, with iknet-train's defaults and any
+# $IKNET_BENCH_TRAIN flags, when it is not there. Extra arguments go to every iknet-bench run
+# (e.g. --samples 1000 for a quick look).
 # Targets: >= 99.95 % solved, single query <= 100 us, batched >= 50,000 solutions/s.
 set -euo pipefail
 # shellcheck disable=SC1091
 . "$(dirname "${BASH_SOURCE[0]}")/enter_env.sh"
 out=${IKNET_BENCH_OUT:-bench_robots}
+models=${IKNET_BENCH_MODELS:-$out/models}
+read -ra train_flags <<< "${IKNET_BENCH_TRAIN:-}"
 for robot in panda ur5 so101; do
-  iknet-bench --chain "$robot" --samples 10000 --position-tolerance 1e-5 \
+  model=$models/$robot.pt
+  if [[ ! -f $model ]]; then
+    echo "[bench_robots] training $model (iknet-train --chain $robot --data ${train_flags[*]})"
+    start=$SECONDS
+    iknet-train --chain "$robot" --data --no-progress --save-model "$model" \
+      --out "$models/$robot" "${train_flags[@]}"
+    echo "[bench_robots] trained $model in $((SECONDS - start)) s"
+  fi
+  iknet-bench --chain "$robot" --model "$model" --samples 10000 --position-tolerance 1e-5 \
     --orientation-tolerance 1e-4 --single-queries 1000 --batch-threads 0 \
     --out "$out/$robot" "$@"
 done

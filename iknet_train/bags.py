@@ -1,0 +1,215 @@
+"""rosbag2 recordings (sqlite3 or MCAP) as training data, read without ROS by `rosbags`.
+
+A bag becomes the recorder's CSV pair through the recorder's own row functions, so a bag and a
+recording of the same messages load alike: same stamps rule (the header's when it has a nonzero
+one, else the time the bag logged the message), same checks, same pairing by stamp.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from iknet_collect.csv_writer import DurableCsvWriter, write_json_atomic
+from iknet_collect.legacy_pose import legacy_pose
+from iknet_collect.message_rows import (
+    BadMessageError,
+    has_header,
+    joint_state_record,
+    kinematics_pose_values,
+    message_stamp_ns,
+    pose_row,
+)
+from iknet_core.csv_schema import (
+    JOINT_STATES_FILE,
+    KINEMATICS_POSE_COLUMNS,
+    KINEMATICS_POSE_FILE,
+    METADATA_FILE,
+    joint_states_columns,
+)
+from iknet_core.kinematics.chain import Chain
+from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, load_recording
+
+BAG_SUFFIXES = ('.mcap', '.db3')
+JOINT_STATE_TYPE = 'sensor_msgs/msg/JointState'
+KINEMATICS_POSE_TYPE = 'open_manipulator_msgs/msg/KinematicsPose'
+# Both KinematicsPose definitions in use: ROBOTIS's, and a fork's with a header first. A bag
+# that stores no definitions (sqlite3 bags before Iron) is read with the one its bytes fit.
+_POSE_FIELDS = """geometry_msgs/Pose pose
+float64 max_accelerations_scaling_factor
+float64 max_velocity_scaling_factor
+float64 tolerance
+"""
+KINEMATICS_POSE_DEFINITIONS = (_POSE_FIELDS, 'std_msgs/Header header\n' + _POSE_FIELDS)
+
+
+class BagError(ValueError):
+    """A bag that cannot give training data; the message names the bag and the problem."""
+
+
+def is_bag(path: Path | str) -> bool:
+    """A rosbag2 directory (metadata.yaml inside) or a .mcap / .db3 file."""
+    path = Path(path)
+    if path.is_dir():
+        return (path / 'metadata.yaml').is_file()
+    return path.is_file() and path.suffix in BAG_SUFFIXES
+
+
+def load_bag(bag: Path | str, chain: Chain, tolerance_s: float = DEFAULT_TOLERANCE_S) -> Recording:
+    """The bag's poses paired by stamp with the chain's joints, as load_recording gives them."""
+    with tempfile.TemporaryDirectory(prefix='iknet-bag-') as directory:
+        pose_csv, joint_csv = convert_bag(bag, directory, chain)
+        recording = load_recording(pose_csv, joint_csv, chain, tolerance_s)
+    return replace(recording, source=str(bag))
+
+
+def convert_bag(bag: Path | str, out_dir: Path | str, chain: Chain) -> tuple[Path, Path]:
+    """Write the recorder's kinematics_pose.csv, joint_states.csv and metadata.json for a bag.
+
+    Poses come from the bag's KinematicsPose topic, or by FK of the chain's joints when it has
+    only joint states. Messages the recorder would skip are skipped and counted in metadata.json.
+    """
+    from rosbags.rosbag2 import Reader
+
+    bag, out_dir = Path(bag), Path(out_dir)
+    if not is_bag(bag):
+        raise BagError(f'{bag}: not a rosbag2 bag (a directory with metadata.yaml, or a .mcap or '
+                       '.db3 file)')  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pose_path, joint_path = out_dir / KINEMATICS_POSE_FILE, out_dir / JOINT_STATES_FILE
+    try:
+        reader = Reader(bag)
+        reader.open()
+    except Exception as error:  # rosbags raises several kinds for unreadable bags
+        raise BagError(f'{bag}: cannot open it as a rosbag2 bag: {error}') from error
+    try:
+        joints_topic = _one_topic(bag, reader, JOINT_STATE_TYPE, '/joint_states')
+        pose_topic = _one_topic(bag, reader, KINEMATICS_POSE_TYPE, '/kinematics_pose', True)
+        typestore = _typestore(bag, reader, pose_topic)
+        skipped: dict[str, Counter] = {'joint_states': Counter(), 'kinematics_pose': Counter()}
+        written = {'joint_states': 0, 'kinematics_pose': 0}
+        joint_writer: DurableCsvWriter | None = None
+        joint_names: tuple[str, ...] | None = None
+        pose_writer = DurableCsvWriter.create(pose_path, KINEMATICS_POSE_COLUMNS)
+        try:
+            topics = [joints_topic] + ([pose_topic] if pose_topic else [])
+            connections = [c for c in reader.connections if c.topic in topics]
+            for connection, log_time_ns, data in reader.messages(connections):
+                message = _deserialize(bag, typestore, data, connection.msgtype)
+                try:
+                    if connection.topic == joints_topic:
+                        record = joint_state_record(
+                            message, log_time_ns, chain.joint_names, joint_names
+                        )
+                        if joint_writer is None:  # the first good message fixes the joint set
+                            joint_names = record.names
+                            joint_writer = DurableCsvWriter.create(
+                                joint_path, joint_states_columns(len(record.names))
+                            )
+                        joint_writer.write(record.row)
+                        written['joint_states'] += 1
+                        if pose_topic is None:
+                            pose = legacy_pose(record.chain_positions, chain).tolist()
+                            pose_writer.write(pose_row(record.stamp_ns, '', [*pose, 0, 0, 0]))
+                            written['kinematics_pose'] += 1
+                    else:
+                        values = kinematics_pose_values(message)
+                        frame = message.header.frame_id if has_header(type(message)) else ''
+                        stamp = message_stamp_ns(message, log_time_ns)
+                        pose_writer.write(pose_row(stamp, frame, values))
+                        written['kinematics_pose'] += 1
+                except BadMessageError as bad:
+                    stream = (
+                        'joint_states' if connection.topic == joints_topic else 'kinematics_pose'
+                    )
+                    skipped[stream][bad.reason] += 1
+        finally:
+            pose_writer.close()
+            if joint_writer is not None:
+                joint_writer.close()
+    finally:
+        reader.close()
+    if joint_writer is None:
+        raise BagError(
+            f'{bag}: no usable {JOINT_STATE_TYPE} message on {joints_topic} (skipped: '
+            f'{dict(skipped["joint_states"]) or "none"}; the chain needs {chain.joint_names})'
+        )
+    write_json_atomic(
+        out_dir / METADATA_FILE,
+        {
+            'status': 'complete',
+            'stop_reason': f'converted from the bag {bag}',
+            'source_bag': str(bag),
+            'topics': {'joint_states': joints_topic, 'kinematics_pose': pose_topic},
+            'pose_source': 'topic' if pose_topic else 'fk',
+            'pose_stamp': 'header, else the bag log time' if pose_topic else 'fk of joint_states',
+            'chain': chain.to_dict(),
+            'joint_names': list(joint_names or ()),
+            'files': {'kinematics_pose': KINEMATICS_POSE_FILE, 'joint_states': JOINT_STATES_FILE},
+            'streams': {
+                stream: {'written': written[stream], 'skipped': dict(skipped[stream])}
+                for stream in written
+            },
+        },
+    )
+    return pose_path, joint_path
+
+
+def _one_topic(
+    bag: Path, reader: Any, msgtype: str, preferred: str, optional: bool = False
+) -> str | None:
+    """The topic of msgtype to read: the only one, else the preferred name; BagError otherwise."""
+    topics = sorted({c.topic for c in reader.connections if c.msgtype == msgtype})
+    if len(topics) == 1:
+        return topics[0]
+    if preferred in topics:
+        return preferred
+    if not topics and optional:
+        return None
+    found = ', '.join(f'{c.topic} ({c.msgtype})' for c in reader.connections) or 'no topics'
+    problem = f'several {msgtype} topics ({topics}) and none is {preferred}' if topics else (
+        f'no {msgtype} topic'
+    )  # fmt: skip
+    raise BagError(f'{bag}: {problem}; it holds {found}')
+
+
+def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
+    """The standard ROS 2 types, plus KinematicsPose from the bag's own definition if it stores
+    one, else from the variant whose size fits the first pose message."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    typestore = get_typestore(Stores.LATEST)
+    if pose_topic is None:
+        return typestore
+    connection = next(c for c in reader.connections if c.topic == pose_topic)
+    definition = getattr(connection, 'msgdef', None)
+    text = getattr(definition, 'data', '') if definition is not None else ''
+    if text:
+        typestore.register(get_types_from_msg(text, KINEMATICS_POSE_TYPE))
+        return typestore
+    first = next(iter(reader.messages([connection])), None)
+    for variant in KINEMATICS_POSE_DEFINITIONS:
+        candidate = get_typestore(Stores.LATEST)
+        candidate.register(get_types_from_msg(variant, KINEMATICS_POSE_TYPE))
+        if first is None or _fits(candidate, first[2]):
+            return candidate
+    raise BagError(f'{bag}: the messages on {pose_topic} fit neither KinematicsPose definition')
+
+
+def _fits(typestore: Any, data: bytes) -> bool:
+    """The bytes deserialize as KinematicsPose and serialize back to the same length."""
+    try:
+        message = typestore.deserialize_cdr(data, KINEMATICS_POSE_TYPE)
+        return len(typestore.serialize_cdr(message, KINEMATICS_POSE_TYPE)) == len(data)
+    except Exception:  # a misfit shows as any of several decoding errors
+        return False
+
+
+def _deserialize(bag: Path, typestore: Any, data: bytes, msgtype: str) -> Any:
+    try:
+        return typestore.deserialize_cdr(data, msgtype)
+    except Exception as error:
+        raise BagError(f'{bag}: a {msgtype} message does not decode: {error}') from error

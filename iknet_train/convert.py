@@ -1,0 +1,49 @@
+"""`iknet-convert BAG OUT_DIR`: a rosbag2 recording (sqlite3 or MCAP) as the recorder's CSV pair
+and metadata.json, for people who want files; every tool also reads the bag itself (--data)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from iknet_core.csv_schema import METADATA_FILE
+from iknet_core.kinematics.chain import OMX_CHAIN
+from iknet_train.bags import BagError, convert_bag
+from iknet_train.cli import add_chain_arguments, chain_from_args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-convert',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument('bag', type=Path, help='bag directory, or a .mcap or .db3 file')
+    parser.add_argument('out_dir', type=Path, help='directory for the CSV pair (created)')
+    add_chain_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        chain = chain_from_args(args) or OMX_CHAIN
+        if args.out_dir.resolve() == args.bag.resolve():
+            raise ValueError(f'{args.out_dir}: write the CSVs beside the bag, not into it')
+        pose_csv, joint_csv = convert_bag(args.bag, args.out_dir, chain)
+    except (BagError, ValueError, FileNotFoundError) as error:
+        print(f'iknet-convert: error: {error}', file=sys.stderr)
+        return 1
+    streams = json.loads((args.out_dir / METADATA_FILE).read_text())['streams']
+    for name, counts in streams.items():
+        skipped = f', skipped {counts["skipped"]}' if counts['skipped'] else ''
+        print(f'{name}: {counts["written"]} messages{skipped}')
+    print(f'wrote {pose_csv}, {joint_csv} and {args.out_dir / METADATA_FILE} ({chain.name})')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
