@@ -22,7 +22,7 @@ import pytorch_pfn_extras as ppe
 import torch
 from pytorch_pfn_extras.training import extensions, triggers
 
-from iknet_core.checkpoint import save_checkpoint
+from iknet_core.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model, joint_arcs
@@ -69,6 +69,10 @@ TRAIN_DEFAULTS = {
         lr=0.01, batch_size=10000, epochs=100, patience=3, check_epochs=3, schedule='constant'
     ),
 }
+# --init-from: a short schedule in small batches, as a fine-tune often has only ~1,000 samples.
+FINE_TUNE_DEFAULTS = TrainDefaults(
+    lr=1e-3, batch_size=256, epochs=100, patience=10, check_epochs=1, schedule='onecycle'
+)
 DEFAULT_SYNTHETIC = 400_000
 
 
@@ -133,6 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
         default='{}',
         help='JSON overrides of the model config, e.g. \'{"width": 128}\'',
     )
+    fit.add_argument(
+        '--init-from',
+        type=Path,
+        default=None,
+        help="fine-tune: start from this checkpoint's weights, architecture and input "
+        'normalization, on the chain the flags or data name (default: its own); unset flags '
+        f'take the fine-tune defaults {asdict(FINE_TUNE_DEFAULTS)}',
+    )
     fit.add_argument('--epochs', type=int, default=None, help='most epochs' + per_model('epochs'))
     fit.add_argument(
         '--batch-size', type=int, default=None, help='batch size' + per_model('batch_size')
@@ -188,6 +200,19 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def check_fine_tune(args: argparse.Namespace, base: Checkpoint, chain: Chain) -> None:
+    """A fine-tune keeps the base's architecture: refuse flags that would change it."""
+    if json.loads(args.model_config):
+        raise ValueError('--model-config cannot change the architecture of an --init-from model')
+    if args.resume is not None:
+        raise ValueError('--resume carries on a run; --init-from starts a new one: give one')
+    if len(base.joint_names) != chain.n_joints:
+        raise ValueError(
+            f'{args.init_from} has {len(base.joint_names)} joints ({base.chain.name}); '
+            f'{chain.name} has {chain.n_joints}: a fine-tune needs the same joint count'
+        )
 
 
 def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
@@ -246,8 +271,12 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
     started = time.monotonic()
     seed_everything(args.seed)
     device = resolve_device(args.device)
-    chain = chain_from_args(args) or OMX_CHAIN
-    defaults = TRAIN_DEFAULTS[args.model]
+    base = load_checkpoint(args.init_from) if args.init_from is not None else None
+    chain = chain_from_args(args) or (base.chain if base else OMX_CHAIN)
+    if base is not None:
+        check_fine_tune(args, base, chain)
+        args.model = base.model_type
+    defaults = FINE_TUNE_DEFAULTS if base else TRAIN_DEFAULTS[args.model]
     settings = {
         key: value if getattr(args, key, None) is None else getattr(args, key)
         for key, value in asdict(defaults).items()
@@ -257,12 +286,15 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
     )
 
-    config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
-    if args.model == 'iknet':
-        config = {**output_arcs(chain, train_set[1]), **config}
-    model = build_model(args.model, config)
     train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
-    model.fit_normalization(train_poses)
+    if base is not None:
+        model = base.model  # its normalization too: the weights were fitted to it
+    else:
+        config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
+        if args.model == 'iknet':
+            config = {**output_arcs(chain, train_set[1]), **config}
+        model = build_model(args.model, config)
+        model.fit_normalization(train_poses)
     model.to(device)
     train_poses, train_joints = train_poses.to(device), train_joints.to(device)
     val_loader = torch.utils.data.DataLoader(
@@ -357,6 +389,7 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
         'command': command,
         'settings': settings,
         'model_config': json.loads(args.model_config),
+        'init_from': str(args.init_from) if base else None,
         'seed': args.seed,
         'data': counts,
         'epochs_run': manager.epoch,

@@ -1,0 +1,51 @@
+"""Fine-tuning to an arm that deviates: --init-from, and the study that measures it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_train.finetune_study import main as study_main
+from iknet_train.finetune_study import perturbed_chain
+from iknet_train.train import main as train_main
+
+
+def test_perturbed_links_change_within_the_scale_and_nothing_else():
+    arm_b = perturbed_chain(OMX_CHAIN, 0.2, seed=3)
+    for a, b in zip(OMX_CHAIN.joints, arm_b.joints, strict=True):
+        assert (a.name, a.axis, a.limits, a.reach) == (b.name, b.axis, b.limits, b.reach)
+        ratio = np.linalg.norm(b.origin_xyz) / max(np.linalg.norm(a.origin_xyz), 1e-12)
+        assert np.linalg.norm(a.origin_xyz) == 0 or 0.8 <= ratio <= 1.2
+    assert arm_b != OMX_CHAIN and arm_b.name == f'{OMX_CHAIN.name}_perturbed'
+
+
+def test_a_fine_tune_on_a_perturbed_arm_lowers_its_error(tmp_path: Path, capsys) -> None:
+    out = tmp_path / 'study'
+    argv = ['--base-model', str(shipped(DEFAULT_MODEL)), '--counts', '1000', '--reference', '2000',
+            '--test-poses', '300', '--train-flags', '--epochs 15', '--out', str(out)]  # fmt: skip
+    assert study_main(argv) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "A's model fine-tuned on 1,000 samples" in printed and 'fine-tuned / reference' in printed
+    )
+    results = json.loads((out / 'study.json').read_text())
+    assert results['fine_tuned']['1000']['median'] < 0.8 * results['a_unchanged']['median']
+    assert (out / 'study.png').is_file()
+    tuned = load_checkpoint(out / 'fine_tuned_1000.pt')
+    assert tuned.chain.name == f'{OMX_CHAIN.name}_perturbed'
+    assert tuned.training['init_from'] == str(shipped(DEFAULT_MODEL))
+
+
+def test_a_fine_tune_refuses_what_would_change_the_architecture(tmp_path: Path, capsys) -> None:
+    base = str(shipped(DEFAULT_MODEL))
+    common = ['--init-from', base, '--data', '--synthetic', '100', '--save-model',
+              str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
+    assert train_main([*common, '--model-config', '{"width": 16}']) == 1
+    assert '--model-config cannot change the architecture' in capsys.readouterr().err
+    assert train_main([*common, '--chain', 'panda']) == 1
+    assert 'a fine-tune needs the same joint count' in capsys.readouterr().err
