@@ -266,8 +266,13 @@ def split_data(
     return train_set, val_set, counts
 
 
-def train(args: argparse.Namespace, command: str = '') -> Path:
-    """Runs the training described by the parsed flags; returns the checkpoint path."""
+def train(
+    args: argparse.Namespace,
+    command: str = '',
+    extra_extensions: Sequence[ppe.training.extension.Extension] = (),
+) -> Path:
+    """Runs the training described by the parsed flags; returns the checkpoint path.
+    extra_extensions join the loop (iknet-tune's pruning reads the validation reports)."""
     started = time.monotonic()
     seed_everything(args.seed)
     device = resolve_device(args.device)
@@ -360,6 +365,8 @@ def train(args: argparse.Namespace, command: str = '') -> Path:
             pct_start=0.05,
         )
         manager.extend(extensions.LRScheduler(scheduler, trigger=(1, 'iteration')))
+    for extension in extra_extensions:
+        manager.extend(extension)
     if not args.no_progress:
         manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
     if args.resume is not None:

@@ -118,9 +118,11 @@ ROSDEP_KEYS = {
     'PyYAML': 'python3-yaml',
     'yourdfpy': 'python3-yourdfpy-pip',
     'rosbags': 'python3-rosbags-pip',
+    'optuna': 'python3-optuna-pip',
     'pytest': 'python3-pytest',
     'pytest-timeout': 'python3-pytest-timeout',
     'ros-domain-coordinator': 'domain_coordinator',
+    'psycopg2-binary': 'python3-psycopg2',
 }
 # Test extras rosdep does not install: the linter runs in `make test`, not in the package's tests;
 # tomli is Python 3.10's tomllib, for reading pyproject.toml here.
@@ -161,6 +163,7 @@ def test_keys_rosdistro_lacks_are_defined_here_for_the_same_pypi_packages():
         'python3-pytorch-pfn-extras-pip',
         'python3-yourdfpy-pip',
         'python3-rosbags-pip',
+        'python3-optuna-pip',
     }
     for key, rules in defined.items():
         for os_name in ('debian', 'ubuntu'):
@@ -185,7 +188,7 @@ def test_console_scripts_point_at_mains():
     scripts = pyproject()['project']['scripts']
     assert set(scripts) == {
         'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain',
-        'iknet-convert', 'iknet-finetune-study',
+        'iknet-convert', 'iknet-finetune-study', 'iknet-tune',
     }  # fmt: skip
     for script, target in scripts.items():
         module, function = target.split(':')

@@ -1,0 +1,196 @@
+"""`iknet-tune`: an optuna study over iknet-train's model and optimiser settings.
+
+Each trial is an iknet-train run (flags after `--` go to every run: data, chain, epochs...); its
+validation loss, reported every epoch, lets optuna prune a poor trial early. The study lives in
+--storage, a local SQLite file by default or any RDB URL: several processes, on one machine or
+many, started with the same --storage and --study-name share the study (optuna's way to
+distribute a search).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import socket
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots and CI
+
+import matplotlib.pyplot as plt
+import optuna
+import pytorch_pfn_extras as ppe
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_train.train import build_parser as build_train_parser
+from iknet_train.train import train
+
+logger = logging.getLogger(__name__)
+
+# What a trial draws: the residual MLP's size, its hypotheses, and the optimiser's step.
+WIDTHS = (64, 128, 256)
+BLOCKS = (1, 4)
+HYPOTHESES = (2, 4, 8)
+LEARNING_RATES = (1e-3, 2e-2)
+BATCH_SIZES = (512, 1024, 2048, 4096)
+
+
+class PruneOnValidation(ppe.training.extension.Extension):
+    """Reports each epoch's validation loss to the trial; ends the run when optuna prunes it."""
+
+    trigger = (1, 'epoch')
+    priority = ppe.training.extension.PRIORITY_READER  # after the Evaluator wrote val/loss
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self.trial = trial
+
+    def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
+        loss = manager.observation.get('val/loss')
+        if loss is None:
+            return
+        self.trial.report(float(loss), manager.epoch)
+        if self.trial.should_prune():
+            raise optuna.TrialPruned(f'epoch {manager.epoch}: val/loss {float(loss):.4g}')
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-tune',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        usage='iknet-tune [options] [-- IKNET-TRAIN FLAGS]',
+    )
+    parser.add_argument('--trials', type=int, default=20, help='trials this process runs')
+    parser.add_argument(
+        '--timeout', type=float, default=None, help='s; stop starting trials after this long'
+    )
+    parser.add_argument(
+        '--storage',
+        default='sqlite:///iknet_tune.db',
+        help='optuna storage: an RDB URL (sqlite:///file.db, postgresql://user@host/db, ...)',
+    )
+    parser.add_argument('--study-name', default='iknet', help='joins the study if it exists')
+    parser.add_argument('--seed', type=int, default=None, help="seeds this process's sampler")
+    parser.add_argument(
+        '--out', type=Path, default=Path('iknet_tune_result'), help='trial runs and the plots'
+    )
+    parser.add_argument(
+        '--save-model', type=Path, default=Path('iknet_tuned.pt'), help="the best trial's model"
+    )
+    return parser
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(iknet-tune's flags, iknet-train's flags after `--`)."""
+    argv = list(argv)
+    if '--' in argv:
+        cut = argv.index('--')
+        return argv[:cut], argv[cut + 1 :]
+    return argv, []
+
+
+def objective(trial: optuna.Trial, train_argv: list[str], out: Path) -> float:
+    """One iknet-train run with the trial's settings; its best validation loss."""
+    config = {
+        'width': trial.suggest_categorical('width', WIDTHS),
+        'n_blocks': trial.suggest_int('n_blocks', *BLOCKS),
+        'n_hypotheses': trial.suggest_categorical('n_hypotheses', HYPOTHESES),
+    }
+    lr = trial.suggest_float('lr', *LEARNING_RATES, log=True)
+    batch_size = trial.suggest_categorical('batch_size', BATCH_SIZES)
+    run = out / f'trial_{trial.number}'
+    argv = [
+        *train_argv,
+        '--model-config', json.dumps(config), '--lr', repr(lr), '--batch-size', str(batch_size),
+        '--save-model', str(run / 'model.pt'), '--out', str(run), '--no-progress',
+    ]  # fmt: skip
+    args = build_train_parser().parse_args(argv)
+    trial.set_user_attr('host', socket.gethostname())
+    trial.set_user_attr('command', ' '.join(['iknet-train', *argv]))
+    path = train(args, trial.user_attrs['command'], [PruneOnValidation(trial)])
+    trial.set_user_attr('model', str(path.resolve()))
+    return float(load_checkpoint(path).training['best_val_loss'])
+
+
+def write_plots(study: optuna.Study, out: Path) -> list[Path]:
+    """optuna's optimisation history and parameter importances (once two trials completed)."""
+    from optuna.visualization import matplotlib as plots
+
+    written = []
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    figures = {'history.png': plots.plot_optimization_history}
+    if len(complete) >= 2:
+        figures['importances.png'] = plots.plot_param_importances
+    for name, plot in figures.items():
+        with warnings.catch_warnings():  # optuna marks its matplotlib plots experimental
+            warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
+            axes = plot(study)
+        axes.figure.tight_layout()
+        axes.figure.savefig(out / name, dpi=120)
+        plt.close(axes.figure)
+        written.append(out / name)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    own, train_argv = split_argv(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(own)
+    try:
+        if args.trials < 1:
+            raise ValueError(f'--trials must be >= 1, got {args.trials}')
+        try:  # bad iknet-train flags fail before a trial, with iknet-train's usage
+            build_train_parser().parse_args(train_argv)
+        except SystemExit as exit_:
+            return int(exit_.code or 0)
+        args.out.mkdir(parents=True, exist_ok=True)
+        study = optuna.create_study(
+            storage=args.storage,
+            study_name=args.study_name,
+            direction='minimize',
+            load_if_exists=True,
+            sampler=optuna.samplers.TPESampler(seed=args.seed),
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=2),
+        )
+        study.optimize(
+            lambda trial: objective(trial, train_argv, args.out),
+            n_trials=args.trials,
+            timeout=args.timeout,
+            catch=(ValueError,),  # a setting iknet-train refuses fails that trial alone
+        )
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-tune: error: {error}', file=sys.stderr)
+        return 1
+    return report(study, args)
+
+
+def report(study: optuna.Study, args: argparse.Namespace) -> int:
+    states = [t.state.name.lower() for t in study.trials]
+    counts = ', '.join(f'{states.count(s)} {s}' for s in sorted(set(states)))
+    print(f'study {study.study_name!r} in {args.storage}: {len(states)} trials ({counts})')
+    try:
+        best = study.best_trial
+    except ValueError:
+        print('iknet-tune: no trial completed', file=sys.stderr)
+        return 1
+    print(f'best trial {best.number}: val/loss {best.value:.4g} with {best.params}')
+    model = Path(best.user_attrs.get('model', ''))
+    if model.is_file():
+        args.save_model.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(model, args.save_model)
+        print(f'wrote {args.save_model} (trial {best.number})')
+    else:
+        print(f'its model is {model} on {best.user_attrs.get("host")}, not on this machine')
+    for path in write_plots(study, args.out):
+        print(f'wrote {path}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

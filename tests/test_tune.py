@@ -1,0 +1,121 @@
+"""iknet-tune: a study in SQLite, and two worker processes sharing one study in a real PostgreSQL
+server that the test starts from Debian's packages (skipped, saying why, where it cannot)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_train.tune import main
+
+# Tiny runs: a trial is a few seconds whatever it draws.
+TRAIN_FLAGS = ['--', '--data', '--synthetic', '600', '--epochs', '3']
+
+
+def test_a_three_trial_study_in_sqlite_saves_the_best_model_and_plots(tmp_path: Path, capsys):
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    argv = ['--trials', '3', '--storage', storage, '--seed', '0', '--out', str(tmp_path / 'out'),
+            '--save-model', str(tmp_path / 'best.pt'), *TRAIN_FLAGS]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    study = optuna.load_study(study_name='iknet', storage=storage)
+    assert len(study.trials) == 3
+    assert f'best trial {study.best_trial.number}' in printed
+    best = load_checkpoint(tmp_path / 'best.pt')
+    assert best.model.config.width == study.best_trial.params['width']
+    assert (tmp_path / 'out' / 'history.png').is_file()
+    assert (tmp_path / 'out' / 'importances.png').is_file()
+
+
+def test_bad_train_flags_fail_before_any_trial(tmp_path: Path, capsys):
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    assert main(['--storage', storage, '--', '--no-such-flag']) != 0
+    assert 'unrecognized arguments: --no-such-flag' in capsys.readouterr().err
+    assert not (tmp_path / 'study.db').exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL server of its own on a Unix socket (no TCP listener), ended afterwards."""
+    found = shutil.which('initdb') or next(
+        iter(sorted(glob.glob('/usr/lib/postgresql/*/bin/initdb'))), None
+    )
+    if found is None:
+        pytest.skip('PostgreSQL is not installed (Debian: apt-get install postgresql)')
+    pytest.importorskip('psycopg2', reason='no PostgreSQL driver (pip install psycopg2-binary)')
+    bin_dir = Path(found).parent
+    # initdb refuses root: run the server as Debian's postgres user, in a folder it owns.
+    as_user = ['runuser', '-u', 'postgres', '--'] if os.geteuid() == 0 else []
+    home = Path(tempfile.mkdtemp(prefix='iknet-pg-'))
+    data = home / 'data'
+    port = _free_port()
+    try:
+        if as_user:
+            shutil.chown(home, 'postgres')
+        subprocess.run(
+            [*as_user, str(bin_dir / 'initdb'), '-D', str(data), '-U', 'iknet', '--auth=trust'],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        options = f"-p {port} -k {home} -c listen_addresses=''"
+        start = [*as_user, str(bin_dir / 'pg_ctl'), '-D', str(data), '-o', options]
+        # -w waits until the server accepts connections (deadline -t s), not a fixed sleep.
+        subprocess.run([*start, '-w', '-t', '120', '-l', str(home / 'log'), 'start'],
+                       check=True, capture_output=True, timeout=180)  # fmt: skip
+    except (subprocess.SubprocessError, OSError, LookupError) as error:
+        shutil.rmtree(home, ignore_errors=True)
+        pytest.skip(f'PostgreSQL did not start here: {error}')
+    try:
+        import psycopg2
+
+        connection = psycopg2.connect(host=str(home), port=port, user='iknet', dbname='postgres')
+        connection.autocommit = True
+        connection.cursor().execute('CREATE DATABASE iknet_tune')
+        connection.close()
+        yield f'postgresql+psycopg2://iknet@/iknet_tune?host={home}&port={port}'
+    finally:
+        subprocess.run([*as_user, str(bin_dir / 'pg_ctl'), '-D', str(data), '-m', 'fast', 'stop'],
+                       capture_output=True, timeout=120)  # fmt: skip
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def start_worker(storage: str, out: Path, seed: int) -> subprocess.Popen:
+    command = [sys.executable, '-m', 'iknet_train.tune', '--trials', '2', '--storage', storage,
+               '--study-name', 'shared', '--seed', str(seed), '--out', str(out),
+               '--save-model', str(out / 'best.pt'), *TRAIN_FLAGS]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_workers_share_one_study_in_postgresql(postgres_url: str, tmp_path: Path):
+    # Created once up front, as optuna's docs do before starting workers.
+    optuna.create_study(study_name='shared', storage=postgres_url, direction='minimize')
+    workers = [start_worker(postgres_url, tmp_path / f'w{worker}', worker) for worker in (0, 1)]
+    try:
+        outputs = [worker.communicate(timeout=600)[0] for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert [w.returncode for w in workers] == [0, 0], outputs
+    study = optuna.load_study(study_name='shared', storage=postgres_url)
+    assert len(study.trials) == 4
+    commands = [t.user_attrs['command'] for t in study.trials]
+    for worker in (0, 1):  # each worker ran two of the four trials
+        assert sum(str(tmp_path / f'w{worker}') in c for c in commands) == 2
+    # Each worker saw the whole study when it finished: the one that ended last saw 4 trials.
+    assert any('4 trials' in output for output in outputs), outputs
