@@ -70,8 +70,10 @@ TRAIN_DEFAULTS = {
     ),
 }
 # --init-from: a short schedule in small batches, as a fine-tune often has only ~1,000 samples.
+# Peak lr 3e-4: at 1e-3 an OM-X fine-tune on 10,000 samples ended worse than on 1,000 (1.5 mm
+# against 0.6 mm median), the base's solution shaken loose; at 3e-4 more samples help (0.4 mm).
 FINE_TUNE_DEFAULTS = TrainDefaults(
-    lr=1e-3, batch_size=256, epochs=100, patience=10, check_epochs=1, schedule='onecycle'
+    lr=3e-4, batch_size=256, epochs=100, patience=10, check_epochs=1, schedule='onecycle'
 )
 DEFAULT_SYNTHETIC = 400_000
 
