@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,24 @@ def convert_bag(bag: Path | str, out_dir: Path | str, chain: Chain) -> tuple[Pat
     if not is_bag(bag):
         raise BagError(f'{bag}: not a rosbag2 bag (a directory with metadata.yaml, or a .mcap or '
                        '.db3 file)')  # fmt: skip
-    out_dir.mkdir(parents=True, exist_ok=True)
     pose_path, joint_path = out_dir / KINEMATICS_POSE_FILE, out_dir / JOINT_STATES_FILE
+    if pose_path.exists() or joint_path.exists():
+        raise BagError(f'{out_dir} already holds a recording: convert into a new folder')
+    out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        reader = Reader(bag)
+        return _convert(bag, out_dir, chain, pose_path, joint_path, Reader)
+    except BagError:
+        for path in (pose_path, joint_path, out_dir / METADATA_FILE):
+            path.unlink(missing_ok=True)  # no half-written recording left for a reader to trust
+        raise
+
+
+def _convert(
+    bag: Path, out_dir: Path, chain: Chain, pose_path: Path, joint_path: Path, reader_type: Any
+) -> tuple[Path, Path]:
+    """convert_bag's work; BagError leaves files behind for convert_bag to remove."""
+    try:
+        reader = reader_type(bag)
         reader.open()
     except Exception as error:  # rosbags raises several kinds for unreadable bags
         raise BagError(f'{bag}: cannot open it as a rosbag2 bag: {error}') from error
@@ -97,7 +112,7 @@ def convert_bag(bag: Path | str, out_dir: Path | str, chain: Chain) -> tuple[Pat
         try:
             topics = [joints_topic] + ([pose_topic] if pose_topic else [])
             connections = [c for c in reader.connections if c.topic in topics]
-            for connection, log_time_ns, data in reader.messages(connections):
+            for connection, log_time_ns, data in _messages(bag, reader, connections):
                 message = _deserialize(bag, typestore, data, connection.msgtype)
                 try:
                     if connection.topic == joints_topic:
@@ -179,7 +194,7 @@ def _one_topic(
 def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
     """The standard ROS 2 types, plus KinematicsPose from the bag's own definition if it stores
     one, else from the variant whose size fits the first pose message."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 
     typestore = get_typestore(Stores.LATEST)
     if pose_topic is None:
@@ -188,15 +203,35 @@ def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
     definition = getattr(connection, 'msgdef', None)
     text = getattr(definition, 'data', '') if definition is not None else ''
     if text:
-        typestore.register(get_types_from_msg(text, KINEMATICS_POSE_TYPE))
+        idl = 'IDL' in str(getattr(definition, 'format', ''))
+        try:
+            types = get_types_from_idl(text) if idl else get_types_from_msg(
+                text, KINEMATICS_POSE_TYPE
+            )  # fmt: skip
+            typestore.register(types)
+        except Exception as error:  # rosbags' TypesysError and parse errors
+            raise BagError(
+                f'{bag}: the definition of {KINEMATICS_POSE_TYPE} it stores does not parse: '
+                f'{error}'
+            ) from error
         return typestore
-    first = next(iter(reader.messages([connection])), None)
+    messages = _messages(bag, reader, [connection])
+    first = next(messages, None)
+    messages.close()
     for variant in KINEMATICS_POSE_DEFINITIONS:
         candidate = get_typestore(Stores.LATEST)
         candidate.register(get_types_from_msg(variant, KINEMATICS_POSE_TYPE))
         if first is None or _fits(candidate, first[2]):
             return candidate
     raise BagError(f'{bag}: the messages on {pose_topic} fit neither KinematicsPose definition')
+
+
+def _messages(bag: Path, reader: Any, connections: list) -> Iterator[tuple[Any, int, bytes]]:
+    """reader.messages, with a damaged file's errors as BagError naming the bag."""
+    try:
+        yield from reader.messages(connections)
+    except Exception as error:  # rosbags raises several kinds for damaged storage
+        raise BagError(f'{bag}: reading its messages failed: {error}') from error
 
 
 def _fits(typestore: Any, data: bytes) -> bool:

@@ -156,13 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def one_thread(batch_threads: int) -> None:
-    """Time every solver on one thread, as a single robot process would run it; torch, which
-    only runs batches here (single queries take the compiled network), gets batch_threads."""
+def one_thread() -> None:
+    """Time every solver on one thread, as a single robot process would run it (iknet's batched
+    refinement alone takes --batch-threads)."""
     import numba
     import torch
 
-    torch.set_num_threads(batch_threads)
+    torch.set_num_threads(1)
     numba.set_num_threads(1)
 
 
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         Tolerance(args.position_tolerance, args.orientation_tolerance),
         batch_threads=args.batch_threads or available_cores(),
     )
-    one_thread(settings.batch_threads)
+    one_thread()
     if args.position_only:
         settings = settings.position_only()
     tolerance = settings.tolerance

@@ -4,6 +4,7 @@ model."""
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 from pathlib import Path
 
@@ -99,15 +100,27 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
             f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
         )
     pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
-    bags = [entry for entry in args.data or [] if is_bag(entry)]
+    entries = expand_globs(args.data or [])
+    bags = [entry for entry in entries if is_bag(entry)]
     if args.data is None and not pairs:
         pairs = find_recordings([shipped(default)])
     elif args.data:
-        pairs += find_recordings([entry for entry in args.data if entry not in bags])
+        pairs += find_recordings([entry for entry in entries if entry not in bags])
     tolerance_s = args.tolerance_ms * 1e-3
     return load_recordings(pairs, chain, tolerance_s) + [
         load_bag(bag, chain, tolerance_s) for bag in bags
     ]
+
+
+def expand_globs(entries: list[str]) -> list[str]:
+    """--data entries with their globs expanded (the shell's, when it left them quoted); a glob
+    that matches nothing is kept, for find_recordings to name."""
+    expanded = []
+    for entry in entries:
+        text = str(entry)
+        matches = sorted(glob.glob(text)) if glob.has_magic(text) else []
+        expanded += matches or [text]
+    return expanded
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None:

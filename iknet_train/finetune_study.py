@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> dict:
     ranges = default_ranges(arm_a)
     pairs = zip(arm_b.joint_names, ranges.tolist(), strict=True)
     range_text = ','.join(f'{name}={low!r}:{high!r}' for name, (low, high) in pairs)
-    test_poses, _ = synthetic_samples(arm_b, args.test_poses, TEST_SEED, ranges)
+    # Another stream than every training run's --seed: test poses are never training samples.
+    test_poses, _ = synthetic_samples(arm_b, args.test_poses, args.seed + TEST_SEED, ranges)
 
     def trained(name: str, samples: int, *flags: str) -> dict[str, float]:
         model = args.out / f'{name}.pt'
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> dict:
             '--data', '--synthetic', str(samples), '--synthetic-ranges', range_text,
             '--seed', str(args.seed), '--save-model', str(model), '--out', str(args.out / name),
             '--no-progress', *flags,
-            *args.train_flags.split(),
+            *shlex.split(args.train_flags),
         ]  # fmt: skip
         if train_main(argv) != 0:
             raise RuntimeError(f'iknet-train failed for {name}: {" ".join(argv)}')

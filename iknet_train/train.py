@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import random
 import shlex
 import sys
@@ -25,7 +26,14 @@ from pytorch_pfn_extras.training import extensions, triggers
 from iknet_core.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
-from iknet_core.networks import DEFAULT_MODEL_TYPE, MODELS, IKNetwork, build_model, joint_arcs
+from iknet_core.networks import (
+    DEFAULT_MODEL_TYPE,
+    MODELS,
+    IKNetwork,
+    MultiHypothesisIKNet,
+    build_model,
+    joint_arcs,
+)
 from iknet_core.resources import TRAIN_DATA
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.cli import (
@@ -217,6 +225,27 @@ def check_fine_tune(args: argparse.Namespace, base: Checkpoint, chain: Chain) ->
         )
 
 
+def check_inside_arcs(
+    args: argparse.Namespace, base: Checkpoint, chain: Chain, joints: np.ndarray
+) -> None:
+    """The base model's outputs cover only its arcs: data beyond them cannot be learned (a
+    joint with the whole circle wraps, as joint angles do)."""
+    if not isinstance(base.model, MultiHypothesisIKNet):
+        return
+    with torch.no_grad():
+        circle = base.model.circle_angles(torch.as_tensor(joints, dtype=torch.float32))
+    arcs = (base.model.joint_scale < 1.0).numpy()
+    outside = ((circle.abs() > math.pi + 1e-4).any(0).numpy() & arcs).tolist()
+    if any(outside):
+        names = [name for name, out in zip(chain.joint_names, outside, strict=True) if out]
+        config = base.model.config
+        raise ValueError(
+            f'{args.init_from} answers {names} only within its output arcs (centers '
+            f'{config.joint_centers}, half ranges {config.joint_half_ranges} rad) and the data '
+            'goes beyond them: train a new model instead'
+        )
+
+
 def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
     """Recordings from the CSV flags and --data, rest rows left out. The shipped recordings are
     the default for the OM-X only; another arm trains on synthetic data unless given some."""
@@ -295,11 +324,13 @@ def train(
 
     train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
     if base is not None:
+        check_inside_arcs(args, base, chain, np.concatenate([train_set[1], val_set[1]]))
         model = base.model  # its normalization too: the weights were fitted to it
     else:
         config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
         if args.model == 'iknet':
-            config = {**output_arcs(chain, train_set[1]), **config}
+            joints = np.concatenate([train_set[1], val_set[1]])
+            config = {**output_arcs(chain, joints), **config}
         model = build_model(args.model, config)
         model.fit_normalization(train_poses)
     model.to(device)

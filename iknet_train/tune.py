@@ -145,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.trials < 1:
             raise ValueError(f'--trials must be >= 1, got {args.trials}')
+        if any(flag.startswith('--init-from') for flag in train_argv):
+            raise ValueError('trials choose the architecture: --init-from cannot be tuned')
         try:  # bad iknet-train flags fail before a trial, with iknet-train's usage
             build_train_parser().parse_args(train_argv)
         except SystemExit as exit_:
@@ -162,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda trial: objective(trial, train_argv, args.out),
             n_trials=args.trials,
             timeout=args.timeout,
-            catch=(ValueError,),  # a setting iknet-train refuses fails that trial alone
+            # A setting iknet-train refuses, or one that runs out of memory, fails that trial.
+            catch=(ValueError, RuntimeError),
         )
     except (ValueError, FileNotFoundError) as error:
         print(f'iknet-tune: error: {error}', file=sys.stderr)

@@ -202,3 +202,22 @@ def test_the_tools_take_a_bag_wherever_they_take_a_recording(tmp_path, joints, c
     assert report['data']['recordings'] == [str(db3)]
     assert report['data']['n_poses'] == COUNT
     assert report['solvers']['analytic']['solved'] == 1.0
+
+
+def test_a_bag_never_overwrites_a_recording_and_globs_find_bags(tmp_path, joints, capsys):
+    from argparse import Namespace
+
+    from iknet_train.cli import recordings_from_args
+
+    bag = write_bag(tmp_path / 'bag_a', joints, StoragePlugin.MCAP)
+    assert convert_main([str(bag), str(tmp_path / 'csv')]) == 0
+    before = (tmp_path / 'csv' / 'joint_states.csv').read_bytes()
+    assert convert_main([str(bag), str(tmp_path / 'csv')]) == 1
+    assert 'already holds a recording' in capsys.readouterr().err
+    assert (tmp_path / 'csv' / 'joint_states.csv').read_bytes() == before
+    flags = Namespace(
+        kinematics_pose_csv=[], joint_states_csv=[], data=[str(tmp_path / 'bag_*')],
+        tolerance_ms=2.0,
+    )  # fmt: skip
+    (recording,) = recordings_from_args(flags, OMX_CHAIN, tmp_path)
+    assert recording.source == str(bag) and len(recording) == COUNT

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from iknet_core.checkpoint import load_checkpoint
+from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.kinematics.urdf import chain_to_urdf
+from iknet_core.networks import build_model, joint_arcs
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.finetune_study import main as study_main
 from iknet_train.finetune_study import perturbed_chain
@@ -47,5 +50,21 @@ def test_a_fine_tune_refuses_what_would_change_the_architecture(tmp_path: Path, 
               str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
     assert train_main([*common, '--model-config', '{"width": 16}']) == 1
     assert '--model-config cannot change the architecture' in capsys.readouterr().err
-    assert train_main([*common, '--chain', 'panda']) == 1
+    # Another joint count: the OM-X without its wrist, written as a URDF by the chain tool.
+    three = replace(OMX_CHAIN, joints=OMX_CHAIN.joints[:3], tip_frame='link4')
+    urdf = tmp_path / 'three.urdf'
+    urdf.write_text(chain_to_urdf(three))
+    assert train_main([*common, '--urdf', str(urdf), '--base', 'world', '--tip', 'link4']) == 1
     assert 'a fine-tune needs the same joint count' in capsys.readouterr().err
+
+
+def test_a_fine_tune_refuses_data_beyond_the_base_models_arcs(tmp_path: Path, capsys) -> None:
+    narrow = joint_arcs([-3.2, -0.5, -0.5, -0.5], [3.2, 0.5, 0.5, 0.5])  # joint1: whole circle
+    base = save_checkpoint(
+        tmp_path / 'narrow.pt', build_model('iknet', {'width': 16, **narrow}), 'iknet', OMX_CHAIN
+    )
+    argv = ['--init-from', str(base), '--data', '--synthetic', '200', '--save-model',
+            str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
+    assert train_main(argv) == 1
+    error = capsys.readouterr().err
+    assert "['joint2', 'joint3', 'joint4'] only within its output arcs" in error

@@ -277,4 +277,5 @@ def test_a_stalling_seed_is_given_up_early_only_when_asked(refiner):
     given_up = refiner.refine(position, rotation, seed, stop_on_stall=True)
     assert not crawl.converged.any() and not given_up.converged.any()
     assert given_up.iterations[0] < crawl.iterations[0]
-    assert given_up.position_errors[0] < 0.9  # it still moved towards the target
+    start = np.linalg.norm(forward_kinematics(OMX_CHAIN, seed)[0] - position)
+    assert given_up.position_errors[0] < start - 0.1  # it still moved towards the target

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from functools import cache
 from itertools import pairwise
 
@@ -39,6 +39,8 @@ def run_in_blocks(rows: int, threads: int, run: Callable[[slice], None]) -> None
         run(slice(0, rows))
         return
     edges = [rows * b // blocks for b in range(blocks + 1)]
-    futures = [_pool(blocks).submit(run, slice(start, stop)) for start, stop in pairwise(edges)]
+    pool = _pool(threads)  # one pool per thread count, whatever the batch size
+    futures = [pool.submit(run, slice(start, stop)) for start, stop in pairwise(edges)]
+    wait(futures)  # every block has ended before an error propagates: they share the arrays
     for future in futures:
         future.result()
