@@ -16,7 +16,8 @@ import logging
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
@@ -120,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         '--batch-threads',
         type=int,
         default=1,
-        help="threads of iknet's batched refinement (0: every core); the peers and single "
-        'queries always run on one',
+        help="threads of iknet's batched solving, network and refinement (0: every core); the "
+        'peers and single queries always run on one',
     )
     parser.add_argument(
         '--seed',
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def one_thread() -> None:
     """Time every solver on one thread, as a single robot process would run it (iknet's batched
-    refinement alone takes --batch-threads)."""
+    solving alone takes --batch-threads: torch_threads)."""
     import numba
     import torch
 
@@ -270,12 +271,24 @@ def make_contender(
     description = proposer.describe() if name.startswith('network') else DESCRIPTIONS[name]
     if name == 'network+refine':
         description += ', refined by Levenberg-Marquardt'
-    return Contender(
-        name,
-        description,
-        solver.solve,
-        lambda positions, rotations: solver.solve_batch(positions, rotations)[0],
-    )
+
+    def solve_many(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        with torch_threads(settings.batch_threads):  # the network's batched forward too
+            return solver.solve_batch(positions, rotations)[0]
+
+    return Contender(name, description, solver.solve, solve_many)
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """torch on count threads inside, back to one outside (the peers, single queries)."""
+    import torch
+
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(1)
 
 
 def measure(
@@ -351,7 +364,7 @@ def format_markdown(report: dict) -> str:
         f'{host["cpu_count"]}-core {host["processor"]} machine, load '
         f'{_number(host["load_average_1min"])} at the end of the run'
         + (
-            f"; iknet's batched refinement on {host['batch_threads']} threads."
+            f"; iknet's batched solving on {host['batch_threads']} threads."
             if host.get('batch_threads', 1) > 1
             else '.'
         ),
