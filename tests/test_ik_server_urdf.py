@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from recording_helpers import wait_for
 from std_msgs.msg import String
 from test_chain_tool import LONG_ARM
 from test_ik_server import solve_request
@@ -34,6 +35,8 @@ def assert_serves_the_long_arm(ros, log: Path) -> None:
     node = ros.node('urdf_client')
     client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    # The service exists before the chain arrives (requests until then: "not ready").
+    wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
     poses, _ = reachable_poses(10)
     solved = 0
     for pose in poses:
