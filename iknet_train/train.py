@@ -323,14 +323,14 @@ def train(
     )
 
     train_poses, train_joints = (torch.as_tensor(a, dtype=torch.float32) for a in train_set)
+    every_joint = np.concatenate([train_set[1], val_set[1]])  # what the outputs must cover
     if base is not None:
-        check_inside_arcs(args, base, chain, np.concatenate([train_set[1], val_set[1]]))
+        check_inside_arcs(args, base, chain, every_joint)
         model = base.model  # its normalization too: the weights were fitted to it
     else:
         config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
         if args.model == 'iknet':
-            joints = np.concatenate([train_set[1], val_set[1]])
-            config = {**output_arcs(chain, joints), **config}
+            config = {**output_arcs(chain, every_joint), **config}
         model = build_model(args.model, config)
         model.fit_normalization(train_poses)
     model.to(device)

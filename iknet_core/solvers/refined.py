@@ -69,7 +69,7 @@ class RefinedSolver:
         )
         joints, position_errors = refined.joints, refined.position_errors
         orientation_errors = refined.orientation_errors
-        if count > 1 and not refined.converged.any() and self.refiner.settings.restarts:
+        if count > 1 and not refined.converged.any() and self._retries:
             # No seed reached it: restart from the one that came nearest.
             nearest = int(np.nanargmin(self._weighted_error(position_errors, orientation_errors)))
             again = self.refiner.refine(
@@ -116,7 +116,7 @@ class RefinedSolver:
             )
             joints[retry], position_errors[retry], orientation_errors[retry] = best
         missed = ~self.refiner.tolerance.met(position_errors, orientation_errors)
-        if per_pose > 1 and missed.any() and self.refiner.settings.restarts:
+        if per_pose > 1 and missed.any() and self._retries:
             again = self.refiner.refine(
                 positions[missed], rotations[missed], joints[missed], restarts=True
             )
