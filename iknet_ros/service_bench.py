@@ -29,9 +29,12 @@ from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.service_calls import call_with_resend
+from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
+# Median IK compute inside the server the issues ask for (us): the closed form's, any other's.
+COMPUTE_TARGET_US = {'analytic': 20}
+DEFAULT_COMPUTE_TARGET_US = 150
 
 
 class TrivialSolveIK(Node):
@@ -131,9 +134,12 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
         # An untimed pass warms caches and JITs, and resends what discovery loses.
         for request in requests:
             for name, client in clients.items():
-                answer = call_with_resend(executor, client, request, timeout_s=30.0)
+                answer = call_with_resend(executor, client, request, timeout_s=READY_TIMEOUT_S)
                 if answer.response is None:
-                    raise SystemExit(f'{name} did not {"answer" if answer.found else "come up"}')
+                    raise SystemExit(
+                        f'{name} did not {"answer" if answer.found else "come up"} within '
+                        f'{READY_TIMEOUT_S:.0f} s'
+                    )
         times = {name: [] for name in clients}
         compute = []
         unsolved = []
@@ -199,7 +205,8 @@ def bench(args: argparse.Namespace) -> int:
     print(f'  ratio of medians   {np.median(served) / np.median(trivial):.2f} (target <= 1.5)')
     print(
         f'  IK compute inside ik_server: median {np.median(compute):.0f} us, '
-        f'p95 {np.percentile(compute, 95):.0f} us (target median <= 150 us)'
+        f'p95 {np.percentile(compute, 95):.0f} us (target median <= '
+        f'{COMPUTE_TARGET_US.get(args.solver, DEFAULT_COMPUTE_TARGET_US)} us)'
     )
     return 0
 

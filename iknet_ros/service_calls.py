@@ -17,6 +17,9 @@ from rclpy.executors import Executor
 from rclpy.task import Future
 
 SPIN_STEP_S = 0.05
+# How long a tool waits for a freshly started server: its first start compiles the kernels
+# (about 20 s on 2 idle cores, ~40 s on 2 busy ones).
+READY_TIMEOUT_S = 180.0
 
 
 def spin_until(executor: Executor, done: Callable[[], bool], timeout_s: float) -> bool:

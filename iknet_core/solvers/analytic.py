@@ -15,10 +15,26 @@ from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 
 @njit(cache=True)
-def _solve_pose(position, rotation, geometry_values, joints, tip, *policy_arguments):
+def _solve_pose(
+    position,
+    rotation,
+    geometry_values,
+    joints,
+    tip,
+    shifts,
+    bounds,
+    full_turn,
+    setting_values,
+    seed,
+    has_seed,
+    max_solutions,
+):
     """One pose in one compiled call: both elbows, their FK errors (m, rad), the branch policy's
-    choice in Solutions' field order. policy_arguments: BranchPolicy.kernel_arguments()."""
-    n = policy_arguments[4].shape[0]  # the seed's length
+    choice in Solutions' field order. The arguments after tip: BranchPolicy.kernel_arguments().
+
+    Every argument is an array or a flat tuple of scalars: numba unboxes those in C, where a
+    nested tuple (such as *arguments) costs several us per call inside the server."""
+    n = seed.shape[0]
     scratch = np.empty(2 * n + 4)  # one allocation: see select_candidates
     branches = scratch[: 2 * n].reshape((2, n))
     position_errors, orientation_errors = scratch[2 * n : 2 * n + 2], scratch[2 * n + 2 :]
@@ -27,7 +43,18 @@ def _solve_pose(position, rotation, geometry_values, joints, tip, *policy_argume
         position_errors[row], orientation_errors[row] = pose_error(
             branches[row], position, rotation, joints, tip
         )
-    return select_candidates(branches, position_errors, orientation_errors, *policy_arguments)
+    return select_candidates(
+        branches,
+        position_errors,
+        orientation_errors,
+        shifts,
+        bounds,
+        full_turn,
+        setting_values,
+        seed,
+        has_seed,
+        max_solutions,
+    )
 
 
 class AnalyticSolver:
@@ -50,6 +77,7 @@ class AnalyticSolver:
         # The geometry as a plain tuple: numba types it in C, a named tuple in Python (see
         # SolverSettings.kernel).
         self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
+        self._no_seed_arguments = self._chain_arguments + self.policy.kernel_arguments(None, 1)
         self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
@@ -61,10 +89,13 @@ class AnalyticSolver:
     ) -> Solutions:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
         position, rotation = check_pose(position, rotation)
-        if seed is not None:
-            seed = check_seed(seed, self.chain)
-        arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
-        return Solutions(*_solve_pose(position, np.ascontiguousarray(rotation), *arguments))
+        if seed is None and max_solutions == 1:
+            arguments = self._no_seed_arguments  # the server's common case, built once
+        else:
+            if seed is not None:
+                seed = check_seed(seed, self.chain)
+            arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
+        return Solutions(*_solve_pose(position, rotation, *arguments))
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray

@@ -37,9 +37,9 @@ class Solver(Protocol):
 
 
 def check_pose(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One target as float64 arrays (3,), (3, 3); ValueError naming the shape otherwise."""
-    position = np.asarray(position, dtype=np.float64)
-    rotation = np.asarray(rotation, dtype=np.float64)
+    """One target as C-contiguous float64 (3,), (3, 3); ValueError naming the shape otherwise."""
+    position = np.ascontiguousarray(position, dtype=np.float64)
+    rotation = np.ascontiguousarray(rotation, dtype=np.float64)
     if position.shape != (3,) or rotation.shape != (3, 3):
         raise ValueError(
             f'expected a position (3,) and rotation (3, 3), got {position.shape} and '
