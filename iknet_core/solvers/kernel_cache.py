@@ -23,6 +23,7 @@ KERNEL_MODULES = (
     'iknet_core.solvers.kernels',
     'iknet_core.solvers.policy',
     'iknet_core.solvers.analytic',
+    'iknet_core.solvers.refined',
     'iknet_core.solvers.network_kernel',
 )
 STAMP_FILE = 'iknet-kernel-sources.sha256'

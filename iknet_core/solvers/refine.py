@@ -49,8 +49,6 @@ class Refiner:
         self.orientation_weight = settings.orientation_weight
         self.compiled = kernels.CompiledChain(chain)
         self._bounds = np.stack([low, high, full_turn_joints(chain, bounds)], -1).astype(float)
-        arrays = self.compiled.arrays
-        self._chain_arrays = (arrays.joints, arrays.tip, self._bounds)
         self._settings = settings.kernel()
         self._settings_without_restarts = replace(settings, restarts=0).kernel()
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
@@ -80,12 +78,14 @@ class Refiner:
         errors = np.empty((count, 2))
         iterations = np.empty(count, dtype=np.int64)
         converged = np.empty(count, dtype=np.bool_)
+        arrays = self.compiled.arrays
         arguments = (
             joints,
             positions,
             rotations,
-            *self._chain_arrays,
-            self._settings if restarts else self._settings_without_restarts,
+            arrays.joints,
+            arrays.tip,
+            *self.kernel_arguments(restarts),
             stop_on_stall,
         )
 
@@ -96,3 +96,8 @@ class Refiner:
 
         run_in_blocks(count, self.settings.batch_threads, refine_rows)
         return Refinement(joints, errors[:, 0], errors[:, 1], iterations, converged)
+
+    def kernel_arguments(self, restarts: bool) -> tuple:
+        """What kernels.refine_batch takes after the chain's joints and tip: the joint bounds
+        and the settings, with or without restarts. For kernels that refine inside."""
+        return self._bounds, self._settings if restarts else self._settings_without_restarts

@@ -5,12 +5,58 @@ proposes."""
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
-from iknet_core.solvers.policy import BranchPolicy
+from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Solutions
+
+
+@njit(cache=True)
+def _refine_closest(
+    hypotheses,
+    position,
+    rotation,
+    joints,
+    tip,
+    reach,
+    orientation_weight,
+    refine_bounds,
+    refine_settings,
+    stop_on_stall,
+    shifts,
+    policy_bounds,
+    full_turn,
+    policy_settings,
+    seed,
+    has_seed,
+    max_solutions,
+):
+    """A single query's first try in one compiled call: the best-looking of the hypotheses
+    (K, n) refined alone, then ranked, in Solutions' field order. Each step is the kernel that
+    solve_batch uses; done from Python they cost ~20 us of calls and small arrays per query.
+    The arguments after rotation: the chain, Refiner.kernel_arguments(), the policy's."""
+    k, n = hypotheses.shape
+    positions, rotations = position.reshape((1, 3)), rotation.reshape((1, 3, 3))
+    closest = np.empty(1, dtype=np.int64)
+    kernels.closest_hypotheses(
+        hypotheses.reshape((1, k, n)), positions, rotations, joints, tip, reach,
+        orientation_weight, closest,
+    )  # fmt: skip
+    refined = hypotheses[closest[0] : closest[0] + 1].copy()
+    errors = np.empty((1, 2))
+    iterations = np.empty(1, dtype=np.int64)
+    converged = np.empty(1, dtype=np.bool_)
+    kernels.refine_batch(
+        refined, positions, rotations, joints, tip, refine_bounds, refine_settings,
+        stop_on_stall, (0, 1), errors, iterations, converged,
+    )  # fmt: skip
+    return select_candidates(
+        refined, errors[:, 0].copy(), errors[:, 1].copy(), shifts, policy_bounds, full_turn,
+        policy_settings, seed, has_seed, max_solutions,
+    )  # fmt: skip
 
 
 class RefinedSolver:
@@ -26,6 +72,24 @@ class RefinedSolver:
         # stalls is given up early instead of crawling through every iteration: on a 7-joint
         # arm a quarter of the best-looking hypotheses stall.
         self._retries = refiner.settings.restarts > 0
+        arrays = refiner.compiled.arrays
+        chain_arguments = (arrays.joints, arrays.tip, self.policy.reach_bounds)
+        policy_arguments = self.policy.kernel_arguments(None, 1)
+        # _refine_closest's arguments for K hypotheses, and for a lone seed, which restarts at
+        # once (no other seed could reach the pose first).
+        self._first_try_arguments, self._lone_seed_arguments = (
+            (
+                *chain_arguments,
+                refiner.orientation_weight,
+                *refiner.kernel_arguments(restarts),
+                self._retries,
+                *policy_arguments,
+            )
+            for restarts in (False, True)
+        )
+        # Load (or compile, the first time ever) the kernel now rather than in the first query.
+        n = self.chain.n_joints
+        _refine_closest(np.zeros((1, n)), np.zeros(3), np.eye(3), *self._first_try_arguments)
 
     def solve(
         self,
@@ -42,18 +106,20 @@ class RefinedSolver:
         """
         position, rotation = check_pose(position, rotation)
         hypotheses = self._propose(position[None], rotation[None])[0]
-        if seed is None and max_solutions == 1 and len(hypotheses) > 1:
+        if seed is None and max_solutions == 1:
             # As solve_batch: the best-looking hypothesis alone first; all only if it misses.
-            closest = self._closest_hypothesis(position[None], rotation[None], hypotheses[None])
-            first = self.refiner.refine(
-                position[None], rotation[None], hypotheses[closest], stop_on_stall=self._retries
-            )
-            solutions = self.policy.select(
-                first.joints, first.position_errors, first.orientation_errors, None, 1
+            lone = len(hypotheses) == 1
+            solutions = Solutions(
+                *_refine_closest(
+                    np.ascontiguousarray(hypotheses),
+                    position,
+                    rotation,
+                    *(self._lone_seed_arguments if lone else self._first_try_arguments),
+                )
             )
             # Unrefined hypotheses (the `network` solver) all miss: the nearest is the answer.
             no_refinement = self.refiner.settings.max_iterations == 0
-            if no_refinement or (solutions.success and solutions.within_limits[0]):
+            if lone or no_refinement or (solutions.success and solutions.within_limits[0]):
                 return solutions
         if seed is not None:
             seed = check_seed(seed, self.chain)
