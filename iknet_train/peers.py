@@ -50,11 +50,16 @@ class Contender:
     solve_one: Callable[[np.ndarray, np.ndarray], object]
     # (B, 3) m, (B, 3, 3) -> (B, n) rad: the library's batch call, else a loop of single calls.
     solve_many: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    # (3,) m, (3, 3), joints (n,) rad -> (n,) rad: one query warm-started from the given joints
+    # (path following); None where the library takes no start joints.
+    solve_near: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 def is_installed(name: str) -> bool:
-    """The peer's package can be imported (found without importing it)."""
-    return importlib.util.find_spec(PEER_PACKAGES[name][0]) is not None
+    """The peer's package can be imported (found without importing it), or is loaded already
+    (ikpy, loaded without its __init__, has no spec to find)."""
+    module = PEER_PACKAGES[name][0]
+    return module in sys.modules or importlib.util.find_spec(module) is not None
 
 
 def build_peer(name: str, chain: Chain, tolerance: Tolerance, seed: int = 0) -> Contender:
@@ -97,12 +102,18 @@ def _roboticstoolbox(chain: Chain, tolerance: Tolerance, seed: int) -> Contender
         target[:3, 3] = position
         return np.asarray(ets.ik_LM(target, tol=residual).q, dtype=np.float64)
 
+    def solve_near(position: np.ndarray, rotation: np.ndarray, start: np.ndarray) -> np.ndarray:
+        target[:3, :3] = rotation
+        target[:3, 3] = position
+        return np.asarray(ets.ik_LM(target, q0=start, tol=residual).q, dtype=np.float64)
+
     return Contender(
         'roboticstoolbox',
         f'roboticstoolbox-python {roboticstoolbox.__version__}: ETS.ik_LM (C++), '
         f'tol E = {residual:.1e}, default 30 iterations x 100 searches',
         solve_one,
         _loop(solve_one),
+        solve_near,
     )
 
 
@@ -162,11 +173,19 @@ def _ikpy(chain: Chain, tolerance: Tolerance, seed: int) -> Contender:
             str(path), base_elements=[chain.base_frame], active_links_mask=mask
         )
 
-    def solve_one(position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    def solve_near(position: np.ndarray, rotation: np.ndarray, start: np.ndarray) -> np.ndarray:
         joints = ikpy_chain.inverse_kinematics(
-            target_position=position, target_orientation=rotation, orientation_mode='all'
+            target_position=position,
+            target_orientation=rotation,
+            orientation_mode='all',
+            initial_position=np.concatenate([[0.0], start, [0.0]]),
         )
         return np.asarray(joints[1 : 1 + chain.n_joints], dtype=np.float64)
+
+    zero = np.zeros(chain.n_joints)
+
+    def solve_one(position: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+        return solve_near(position, rotation, zero)
 
     return Contender(
         'ikpy',
@@ -174,6 +193,7 @@ def _ikpy(chain: Chain, tolerance: Tolerance, seed: int) -> Contender:
         'from zero joints (usage pixel blocked)',
         solve_one,
         _loop(solve_one),
+        solve_near,
     )
 
 

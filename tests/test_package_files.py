@@ -188,7 +188,7 @@ def test_console_scripts_point_at_mains():
     scripts = pyproject()['project']['scripts']
     assert set(scripts) == {
         'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain',
-        'iknet-convert', 'iknet-finetune-study', 'iknet-tune',
+        'iknet-convert', 'iknet-finetune-study', 'iknet-tune', 'iknet-path-bench',
     }  # fmt: skip
     for script, target in scripts.items():
         module, function = target.split(':')

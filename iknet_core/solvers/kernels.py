@@ -213,7 +213,7 @@ def _bound(q, bounds):
 
 
 @njit(cache=True)
-def _cholesky_solve(a, b, x):
+def cholesky_solve(a, b, x):
     """Solve a x = b for symmetric positive definite a (n, n), overwriting a with its factor."""
     n = b.shape[0]
     for j in range(n):
@@ -266,29 +266,25 @@ def refine_batch(
     """
     n = q.shape[1]
     settings = named(setting_values)
-    work = (
-        np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty(3), np.empty((3, 3)),
-        np.empty((6, n)), np.empty(6), np.empty(6), np.empty((n, n)), np.empty(n), np.empty(n),
-        np.empty(n),
-    )  # fmt: skip
+    work = workspace(n)
     spread = _spread_directions(n)
     restart = np.empty(n)
     for b in range(rows[0], rows[1]):
         current = q[b]
         target_position, target_rotation = target_positions[b], target_rotations[b]
         restarts = settings.restarts
-        position_error, orientation_error, cost, count = _levenberg_marquardt(
+        position_error, orientation_error, cost, count = levenberg_marquardt(
             current, target_position, target_rotation, joints, tip, bounds, settings,
             settings.max_iterations, stop_on_stall or restarts > 0, work,
         )  # fmt: skip
         for r in range(1, restarts + 1):
-            if _meets(position_error, orientation_error, settings):
+            if meets(position_error, orientation_error, settings):
                 break
             for i in range(n):
                 fraction = (0.5 + r * spread[i]) % 1.0
                 restart[i] = bounds[i, 0] + fraction * (bounds[i, 1] - bounds[i, 0])
             trial_position_error, trial_orientation_error, trial_cost, trial_count = (
-                _levenberg_marquardt(
+                levenberg_marquardt(
                     restart, target_position, target_rotation, joints, tip, bounds, settings,
                     settings.restart_iterations, True, work,
                 )
@@ -298,9 +294,9 @@ def refine_batch(
                 current[:] = restart
                 position_error, orientation_error = trial_position_error, trial_orientation_error
                 cost = trial_cost
-        if restarts > 0 and not _meets(position_error, orientation_error, settings):
+        if restarts > 0 and not meets(position_error, orientation_error, settings):
             # Out of reach: settle the nearest result found, without the stall cut-off.
-            position_error, orientation_error, cost, polish_count = _levenberg_marquardt(
+            position_error, orientation_error, cost, polish_count = levenberg_marquardt(
                 current, target_position, target_rotation, joints, tip, bounds, settings,
                 settings.max_iterations, False, work,
             )  # fmt: skip
@@ -308,11 +304,21 @@ def refine_batch(
         errors[b, 0] = position_error
         errors[b, 1] = orientation_error
         iterations[b] = count
-        converged[b] = _meets(position_error, orientation_error, settings)
+        converged[b] = meets(position_error, orientation_error, settings)
 
 
 @njit(cache=True)
-def _meets(position_error, orientation_error, settings):
+def workspace(n):
+    """levenberg_marquardt's buffers for n joints, allocated once per batch or path."""
+    return (
+        np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty(3), np.empty((3, 3)),
+        np.empty((6, n)), np.empty(6), np.empty(6), np.empty((n, n)), np.empty(n), np.empty(n),
+        np.empty(n),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def meets(position_error, orientation_error, settings):
     return (
         position_error <= settings.position_tolerance
         and orientation_error <= settings.orientation_tolerance
@@ -333,7 +339,7 @@ def _spread_directions(n):
 
 
 @njit(cache=True)
-def _levenberg_marquardt(
+def levenberg_marquardt(
     current,
     target_position,
     target_rotation,
@@ -366,7 +372,7 @@ def _levenberg_marquardt(
     count = 0
     checkpoint_cost = cost
     while count < max_iterations:
-        if _meets(position_error, orientation_error, settings):
+        if meets(position_error, orientation_error, settings):
             break
         if stop_on_stall and count > 0 and count % _STALL_ITERATIONS == 0:
             if cost > _STALL_RATIO * checkpoint_cost:
@@ -391,7 +397,7 @@ def _levenberg_marquardt(
                 normal[i, j] = value
                 normal[j, i] = value
             normal[i, i] += damping
-        _cholesky_solve(normal, gradient, step)
+        cholesky_solve(normal, gradient, step)
         largest = 0.0
         for i in range(n):
             trial[i] = current[i] + step[i]

@@ -1,0 +1,151 @@
+import cmath
+
+import numpy as np
+import pytest
+
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
+from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK
+from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.solvers import AnalyticSolver
+from iknet_core.solvers.path import follow_path, smooth_joint_paths
+from iknet_core.solvers.policy import joint_bounds
+
+LOW, HIGH = joint_bounds(OMX_CHAIN, 'limits')
+
+
+def elbow_bend(q: np.ndarray) -> np.ndarray:
+    """(..., 4) -> (...,): the OM-X elbow's angle from straight; its sign is the branch."""
+    geometry = OmxAnalyticIK(OMX_CHAIN).geometry
+    twist = cmath.phase(geometry.upper) - cmath.phase(geometry.fore)
+    return q[..., 2] + twist
+
+
+def line_towards_straight_elbow(bend: float, beyond: float = 0.0, count: int = 100):
+    """Poses (count, 7) on a straight line from a bent elbow (sign of bend) to 0.05 rad short of
+    straight at a fixed tool pitch, continued `beyond` m past that point; and the start joints."""
+    geometry = OmxAnalyticIK(OMX_CHAIN).geometry
+    twist = cmath.phase(geometry.upper) - cmath.phase(geometry.fore)
+    pitch = 0.0
+    start = np.array([0.2, 0.0, bend - twist, 0.0])
+    start[3] = pitch - start[1] - start[2]
+    near = np.array([0.2, -0.3, np.sign(bend) * 0.05 - twist, 0.0])
+    near[3] = pitch - near[1] - near[2]
+    (a, b), rotation = forward_kinematics(OMX_CHAIN, np.stack([start, near]))
+    direction = (b - a) / np.linalg.norm(b - a)
+    end = b + beyond * direction
+    positions = a + np.linspace(0.0, 1.0, count)[:, None] * (end - a)
+    quaternion = quaternion_from_matrix(rotation[0])
+    return np.concatenate([positions, np.broadcast_to(quaternion, (count, 4))], -1), start
+
+
+def test_random_smooth_paths_are_followed_exactly_without_jumps():
+    curves = smooth_joint_paths(OMX_CHAIN, count=20, waypoints=100, seed=1)
+    for curve in curves:
+        result = follow_path(OMX_CHAIN, pose_from_joints(OMX_CHAIN, curve), curve[0])
+        assert result.success, result.reason
+        assert (result.status == 'reached').all()
+        assert result.position_errors.max() <= 1e-6
+        assert ((result.joints >= LOW - 1e-9) & (result.joints <= HIGH + 1e-9)).all()
+        steps = np.abs(np.diff(result.joints, axis=0)).max()
+        assert steps <= 1.5 * np.abs(np.diff(curve, axis=0)).max()
+
+
+# (The limits leave the other branch 0.115 rad of bend, too little for a line.)
+@pytest.mark.parametrize('bend', [0.8, 0.4])
+def test_a_line_to_the_straight_elbow_keeps_its_branch(bend):
+    poses, start = line_towards_straight_elbow(bend)
+    result = follow_path(OMX_CHAIN, poses, start)
+    assert result.success, result.reason
+    bends = elbow_bend(result.joints)
+    assert (np.sign(bends) == np.sign(bend)).all()
+    assert np.abs(bends).min() < 0.06  # the line did come near the singularity
+
+
+def test_a_path_leaving_the_workspace_fails_at_its_first_unreachable_waypoint():
+    poses, start = line_towards_straight_elbow(0.8, beyond=0.05)
+    analytic = AnalyticSolver(OMX_CHAIN)
+    _, rotation = forward_kinematics(OMX_CHAIN, start)
+    reachable = [analytic.solve(pose[:3], rotation).success for pose in poses]
+    first_unreachable = reachable.index(False)
+    assert all(reachable[:first_unreachable])
+    result = follow_path(OMX_CHAIN, poses, start)
+    assert result.failed_at == first_unreachable
+    assert result.status[first_unreachable] == 'missed'
+    assert (result.status[:first_unreachable] == 'reached').all()
+    assert (result.status[first_unreachable + 1 :] == 'not tried').all()
+    assert np.isnan(result.joints[first_unreachable:]).all()
+    assert f'waypoint {first_unreachable} is not reached' in result.reason
+
+
+def test_a_step_above_the_bound_is_a_jump_not_a_solution():
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=50, seed=2)[0]
+    result = follow_path(OMX_CHAIN, pose_from_joints(OMX_CHAIN, curve), curve[0], max_step=1e-4)
+    assert result.failed_at == 1
+    assert result.status[1] == 'jumped'
+    assert 'joint step above' in result.reason
+
+
+def test_positions_alone_are_followed_in_any_orientation():
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=100, seed=3)[0]
+    positions, _ = forward_kinematics(OMX_CHAIN, curve)
+    result = follow_path(OMX_CHAIN, positions, curve[0])
+    assert result.success, result.reason
+    reached, _ = forward_kinematics(OMX_CHAIN, result.joints)
+    assert np.linalg.norm(reached - positions, axis=-1).max() <= 1e-6
+
+
+def test_a_redundant_arm_keeps_its_joints_inside_the_limits():
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    panda = named_chain('panda')
+    low, high = joint_bounds(panda, 'limits')
+    followed = 0
+    for curve in smooth_joint_paths(panda, count=5, waypoints=100, seed=4):
+        result = follow_path(panda, pose_from_joints(panda, curve), curve[0])
+        followed += result.success
+        done = result.joints[: result.failed_at]
+        assert ((done >= low - 1e-9) & (done <= high + 1e-9)).all()
+        assert result.position_errors[: result.failed_at].max() <= 1e-6
+    assert followed >= 3
+
+
+@pytest.mark.parametrize(
+    ('targets', 'start', 'message'),
+    [
+        (np.zeros((0, 7)), np.zeros(4), 'the path is empty'),
+        (np.zeros((3, 5)), np.zeros(4), r'got \(3, 5\)'),
+        (np.array([[0.2, 0, 0.1], [np.nan, 0, 0.1]]), np.zeros(4), 'waypoint 1 .* not finite'),
+        (np.array([[0.2, 0, 0.1, 0, 0, 0, 0]]), np.zeros(4), 'waypoint 0 .* zero quaternion'),
+        (np.array([[0.2, 0, 0.1]]), np.zeros(3), 'start joints must be 4'),
+        (np.array([[0.2, 0, 0.1]]), np.array([0, 0, 0, 9.0]), 'joint4 = 9.0000 rad is outside'),
+    ],
+)
+def test_bad_paths_are_refused_with_the_reason(targets, start, message):
+    with pytest.raises(ValueError, match=message):
+        follow_path(OMX_CHAIN, targets, start)
+
+
+def test_a_non_positive_step_bound_is_refused():
+    with pytest.raises(ValueError, match='max_step must be > 0'):
+        follow_path(OMX_CHAIN, np.array([[0.2, 0, 0.1]]), np.zeros(4), max_step=0.0)
+
+
+def test_the_path_benchmark_reports_every_arm(tmp_path):
+    import json
+
+    from iknet_train.path_bench import main
+
+    out = tmp_path / 'report'
+    argv = ['--chains', 'omx', '--paths', '3', '--waypoints', '40', '--peers', '--out', str(out)]
+    assert main(argv) == 0
+    report = json.loads((out / 'path_bench.json').read_text())
+    omx = report['arms']['omx']['iknet follow_path']
+    assert omx['paths'] == 3
+    assert omx['waypoints_reached'] == 1.0 and omx['paths_followed'] == 1.0
+    assert omx['jumps'] == 0 and omx['step_ratio_max'] <= 1.5
+    assert '| omx | iknet follow_path | 3 |' in (out / 'path_bench.md').read_text()
+    assert main(['--chains', 'omx', '--paths', '0', '--out', str(out)]) == 1
+    assert main(['--chains', 'nonesuch', '--paths', '1', '--peers', '--out', str(out)]) == 1
