@@ -37,7 +37,18 @@ def multi_hypothesis_loss(
     """Winner-takes-all FK loss; poses (B, 7), joints (B, n) -> scalar, {'position_mm': (B,)}."""
     if not isinstance(model, MultiHypothesisIKNet):
         raise ValueError(f'multi_hypothesis_loss needs a MultiHypothesisIKNet, got {type(model)}')
-    raw = model.unit_vectors(poses)  # (B, K, n, 2)
+    raw = model.unit_vectors(poses).float()  # (B, K, n, 2); the network may run in half precision
+    with full_precision(poses):
+        return _multi_hypothesis_terms(model, chain, poses, joints, raw)
+
+
+def _multi_hypothesis_terms(
+    model: MultiHypothesisIKNet,
+    chain: Chain,
+    poses: torch.Tensor,
+    joints: torch.Tensor,
+    raw: torch.Tensor,
+) -> tuple[torch.Tensor, Figures]:
     length = raw.norm(dim=-1)
     unit = raw / length.clamp_min(1e-6)[..., None]
     angles = model.to_angles(unit)  # (B, K, n)
@@ -65,12 +76,19 @@ def reference_loss(
     model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
 ) -> tuple[torch.Tensor, Figures]:
     """The reference IKNet's loss: L2 norm of the joint error over the batch / batch size."""
-    predicted = model(poses)[:, 0]
-    loss = (predicted - joints).norm() / len(poses)
-    with torch.no_grad():
-        position, _ = forward_kinematics(chain, predicted)
-        position_error = (position - poses[:, :3]).norm(dim=-1)
+    predicted = model(poses)[:, 0].float()
+    with full_precision(poses):
+        loss = (predicted - joints).norm() / len(poses)
+        with torch.no_grad():
+            position, _ = forward_kinematics(chain, predicted)
+            position_error = (position - poses[:, :3]).norm(dim=-1)
     return loss, {'position_mm': position_error * 1000.0}
+
+
+def full_precision(like: torch.Tensor) -> torch.autocast:
+    """Mixed precision off: FK for millimetre errors needs float32 even when the network's
+    forward pass runs in float16 or bfloat16 (`iknet-train --amp`)."""
+    return torch.autocast(like.device.type, enabled=False)
 
 
 LOSSES: dict[str, Loss] = {'iknet': multi_hypothesis_loss, 'reference': reference_loss}

@@ -95,6 +95,40 @@ def test_resume_continues_where_the_snapshot_left_off(recording: Path, tmp_path:
     assert load_checkpoint(resumed / 'model.pt').training['epochs_run'] == 3
 
 
+def test_bf16_mixed_precision_trains_on_the_cpu(recording: Path, tmp_path: Path) -> None:
+    flags = ('--epochs', '3', '--model-config', SMALL, '--device', 'cpu', '--amp', 'bf16')
+    assert train(recording, tmp_path, *flags) == 0
+    entries = log(tmp_path)
+    assert entries[-1]['val/loss'] < entries[0]['val/loss']
+    checkpoint = load_checkpoint(tmp_path / 'model.pt')
+    assert checkpoint.training['amp'] == 'bf16'
+    assert next(checkpoint.model.parameters()).dtype == torch.float32  # weights stay float32
+
+
+def test_fp16_without_cuda_is_refused(recording: Path, tmp_path: Path, capsys) -> None:
+    assert train(recording, tmp_path, '--device', 'cpu', '--amp', 'fp16') == 1
+    assert '--amp fp16 needs CUDA' in capsys.readouterr().err
+    assert not (tmp_path / 'model.pt').exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='no CUDA device on this machine')
+def test_fp16_training_and_the_cuda_backend_on_a_gpu(recording: Path, tmp_path: Path) -> None:
+    from iknet_core.solvers.network import NetworkProposer
+
+    flags = ('--epochs', '3', '--model-config', SMALL, '--device', 'cuda', '--amp', 'fp16')
+    assert train(recording, tmp_path, *flags) == 0
+    entries = log(tmp_path)
+    assert entries[-1]['val/loss'] < entries[0]['val/loss']
+    assert load_checkpoint(tmp_path / 'model.pt').training['device'].startswith('cuda')
+    position, rotation = forward_kinematics(
+        OMX_CHAIN, np.random.default_rng(5).uniform(-1, 1, (64, 4))
+    )
+    on_gpu = NetworkProposer(tmp_path / 'model.pt', 'cuda', 'torch')(position, rotation)
+    on_cpu = NetworkProposer(tmp_path / 'model.pt', 'cpu', 'torch')(position, rotation)
+    difference = np.angle(np.exp(1j * (on_gpu - on_cpu)))
+    assert np.abs(difference).max() < 1e-3
+
+
 def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) -> None:
     assert main(['--kinematics-pose-csv', 'a.csv', '--save-model', str(tmp_path / 'm.pt')]) == 1
     assert 'give them in pairs' in capsys.readouterr().err
