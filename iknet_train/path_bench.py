@@ -2,8 +2,8 @@
 peer libraries warm-started from their previous answer. The paths are FK of smooth random joint
 curves (`smooth_joint_paths`), so a jump-free exact answer exists for every waypoint. Figures:
 waypoints reached within the tolerance, paths followed to the end, jumps (joint steps above
-MIN_MAX_STEP), the largest joint step against the generating curve's, waypoints per second on
-one thread. Writes path_bench.json and path_bench.md.
+what follow_path would accept), the largest joint step against the generating curve's,
+waypoints per second on one thread. Writes path_bench.json, path_bench.md and path_bench.png.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots and CI
+
+import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.kinematics.chain import Chain
@@ -22,13 +27,13 @@ from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors
-from iknet_core.solvers.path import MIN_MAX_STEP, follow_path, smooth_joint_paths
+from iknet_core.solvers.path import default_max_step, follow_path, smooth_joint_paths
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 
-REPORT_NAMES = ('path_bench.json', 'path_bench.md')
+REPORT_NAMES = ('path_bench.json', 'path_bench.md', 'path_bench.png')
 PATH_PEERS = ('roboticstoolbox', 'ikpy')
 
 
@@ -56,13 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for name in ('paths', 'waypoints'):
-        if getattr(args, name) < 1:
-            print(f'iknet-path-bench: error: --{name} must be at least 1', file=sys.stderr)
-            return 1
     unknown = sorted(set(args.peers) - set(PATH_PEERS))
-    if unknown:
-        print(f'iknet-path-bench: error: peers must be of {PATH_PEERS}, got {unknown}')
+    problems = [
+        *([f'--paths must be at least 1, got {args.paths}'] if args.paths < 1 else []),
+        *([f'--waypoints must be at least 2, got {args.waypoints}'] if args.waypoints < 2 else []),
+        *([f'--peer-paths must be >= 0, got {args.peer_paths}'] if args.peer_paths < 0 else []),
+        *([f'--peers must be of {PATH_PEERS}, got {unknown}'] if unknown else []),
+    ]
+    if problems:
+        print(f'iknet-path-bench: error: {"; ".join(problems)}', file=sys.stderr)
         return 1
     one_thread()
     try:
@@ -75,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / 'path_bench.json').write_text(json.dumps(report, indent=2) + '\n')
     (args.out / 'path_bench.md').write_text(markdown)
+    plot_path_bench(args.out / 'path_bench.png', report)
     print(markdown)
     print(f'wrote {", ".join(str(args.out / name) for name in REPORT_NAMES)}')
     return 0
@@ -95,16 +103,21 @@ def run(args: argparse.Namespace) -> dict:
         chain = named_chain(name)
         curves = smooth_joint_paths(chain, args.paths, args.waypoints, args.seed)
         poses = pose_from_joints(chain, curves)
-        results = {'iknet follow_path': follow_with_iknet(chain, curves, poses, settings)}
+        joints, seconds = follow_with_iknet(chain, curves, poses, settings)
+        rate = joints.shape[0] * joints.shape[1] / seconds
         peer_count = min(args.peer_paths, args.paths)
-        for peer in peers:
+        results = {'iknet follow_path': (joints, rate)}
+        if peers and peer_count and peer_count < args.paths:  # the same paths as the peers
+            results[f'iknet follow_path, first {peer_count}'] = (joints[:peer_count], rate)
+        for peer in peers if peer_count else []:
             contender = build_peer(peer, chain, tolerance)
-            results[f'{peer} warm start'] = follow_with_peer(
+            peer_joints, seconds = follow_with_peer(
                 contender.solve_near, curves[:peer_count], poses[:peer_count]
             )
+            results[f'{peer} warm start'] = (peer_joints, peer_joints[..., 0].size / seconds)
         report['arms'][name] = {
-            solver: path_metrics(chain, curves[: len(joints)], poses, joints, seconds, tolerance)
-            for solver, (joints, seconds) in results.items()
+            solver: path_metrics(chain, curves, poses, joints, rate, settings)
+            for solver, (joints, rate) in results.items()
         }
     report['machine'] = machine()
     return report
@@ -145,26 +158,36 @@ def path_metrics(
     curves: np.ndarray,
     poses: np.ndarray,
     joints: np.ndarray,
-    seconds: float,
-    tolerance: Tolerance,
+    waypoints_per_s: float,
+    settings: SolverSettings,
 ) -> dict:
-    """What a path follower is judged by, over paths (P, T, n) with NaN where it stopped."""
+    """What a path follower is judged by, over its first P paths: joints (P, T, n), NaN from
+    where a path stopped (follow_path stops rather than jump; peers never stop)."""
     count = len(joints)
-    position_error, orientation_error = pose_errors(chain, joints, poses[:count])
-    reached = tolerance.met(position_error, orientation_error)
-    steps = np.abs(np.diff(joints, axis=1)).max(-1)  # (P, T - 1), NaN after a stop
-    jumps = np.nan_to_num(steps, nan=0.0) > MIN_MAX_STEP
+    curves, poses = curves[:count], poses[:count]
+    position_error, orientation_error = pose_errors(chain, joints, poses)
+    reached = settings.tolerance.met(position_error, orientation_error)
+    stopped = np.isnan(joints).any(-1).any(-1)
+    steps = np.abs(np.diff(np.nan_to_num(joints, nan=0.0), axis=1)).max(-1)  # (P, T - 1)
+    tried = ~np.isnan(joints[:, 1:]).any(-1) & ~np.isnan(joints[:, :-1]).any(-1)
+    rotations = matrix_from_quaternion(poses[..., 3:])
+    bounds = [  # what follow_path would refuse on each path
+        default_max_step(chain, positions, turns, settings)
+        for positions, turns in zip(poses[..., :3], rotations, strict=True)
+    ]
+    jumps = (steps > np.array(bounds)[:, None]) & tried
     followed = reached.all(-1) & ~jumps.any(-1)
     generating = np.abs(np.diff(curves, axis=1)).max(-1).max(-1)
-    ratios = np.nanmax(steps, -1)[followed] / generating[followed]
+    ratios = steps[followed].max(-1) / generating[followed]
     return {
         'paths': count,
         'waypoints_reached': float(reached.mean()),
         'paths_followed': float(followed.mean()),
+        'paths_stopped': int(stopped.sum()),
         'jumps': int(jumps.sum()),
         'step_ratio_median': float(np.median(ratios)) if len(ratios) else None,
         'step_ratio_max': float(ratios.max()) if len(ratios) else None,
-        'waypoints_per_s': joints.shape[0] * joints.shape[1] / seconds,
+        'waypoints_per_s': float(waypoints_per_s),
     }
 
 
@@ -175,25 +198,45 @@ def format_markdown(report: dict) -> str:
         '',
         f'{report["paths"]} random smooth paths of {report["waypoints"]} waypoints per arm '
         f'(seed {report["seed"]}); reached: within {tolerance["position_m"]:g} m and '
-        f'{tolerance["orientation_rad"]:g} rad; a jump: a joint step above {MIN_MAX_STEP} rad; '
-        "step ratio: the largest joint step of a followed path over its generating curve's. "
+        f'{tolerance["orientation_rad"]:g} rad; stopped: paths follow_path ended early rather '
+        "than jump (it says where and why); a jump: a joint step above follow_path's default "
+        'bound for the path; step ratio: the largest joint step of a followed path over its '
+        "generating curve's. "
         f'One thread; load {report["machine"]["load_average_1min"]} at the end.',
         '',
-        '| arm | solver | paths | waypoints reached | paths followed | jumps | step ratio '
-        'median | max | waypoints/s |',
-        '|---|---|---|---|---|---|---|---|---|',
+        '| arm | solver | paths | waypoints reached | paths followed | stopped | jumps | '
+        'step ratio median | max | waypoints/s |',
+        '|---|---|---|---|---|---|---|---|---|---|',
     ]
     for arm, solvers in report['arms'].items():
         for solver, m in solvers.items():
             median, largest = m['step_ratio_median'], m['step_ratio_max']
             lines.append(
                 f'| {arm} | {solver} | {m["paths"]} | {m["waypoints_reached"]:.2%} | '
-                f'{m["paths_followed"]:.1%} | {m["jumps"]} | '
+                f'{m["paths_followed"]:.1%} | {m["paths_stopped"]} | {m["jumps"]} | '
                 f'{"-" if median is None else f"{median:.3f}"} | '
                 f'{"-" if largest is None else f"{largest:.3f}"} | {m["waypoints_per_s"]:,.0f} |'
             )
     lines += [''] + [f'- skipped {peer}: {why}' for peer, why in report['skipped'].items()]
     return '\n'.join(lines) + '\n'
+
+
+def plot_path_bench(path: Path, report: dict) -> None:
+    """Per arm and solver: share of paths followed, and waypoints per second (log)."""
+    labels = [f'{arm}: {solver}' for arm, solvers in report['arms'].items() for solver in solvers]
+    metrics = [m for solvers in report['arms'].values() for m in solvers.values()]
+    rows = np.arange(len(labels))
+    figure, (followed, speed) = plt.subplots(1, 2, figsize=(12, 0.5 * len(labels) + 1.5))
+    followed.barh(rows, [100.0 * m['paths_followed'] for m in metrics], color='tab:green')
+    followed.set(xlabel='paths followed (%)', xlim=(0, 100), yticks=rows, yticklabels=labels)
+    speed.barh(rows, [m['waypoints_per_s'] for m in metrics], color='tab:blue')
+    speed.set(xscale='log', xlabel='waypoints per second, one thread', yticks=rows)
+    speed.set_yticklabels([])
+    for axis in (followed, speed):
+        axis.invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 if __name__ == '__main__':

@@ -250,5 +250,8 @@ def test_bad_inputs_are_refused(analytic, refiner):
     with pytest.raises(ValueError, match='not finite'):
         analytic.solve(np.zeros(3), np.eye(3), seed=np.array([0.0, np.nan, 0.0, 0.0]))
     wrong = RefinedSolver(lambda positions, rotations: np.zeros((len(positions), 3)), refiner)
-    with pytest.raises(ValueError, match=r'\(1, K, 4\), got \(1, 3\)'):
+    with pytest.raises(ValueError, match=r'\(1, K >= 1, 4\), got \(1, 3\)'):
         wrong.solve(np.zeros(3), np.eye(3))
+    empty = RefinedSolver(lambda positions, rotations: np.zeros((len(positions), 0, 4)), refiner)
+    with pytest.raises(ValueError, match=r'got \(1, 0, 4\)'):
+        empty.solve(np.zeros(3), np.eye(3))

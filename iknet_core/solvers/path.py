@@ -210,23 +210,26 @@ def _follow(
     n = start.shape[0]
     work = kernels.workspace(n)
     previous, before, trial = start.copy(), start.copy(), np.empty(n)
+    null_work = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty(n))
     for t in range(positions.shape[0]):
         current = out[t]
         best_key = (2.0, np.inf)
         position_error = orientation_error = np.inf
         # From the previous waypoint, and from it carried on at its last velocity: the reached
         # result nearest the previous waypoint wins.
-        for attempt in range(2):
+        for attempt in range(2 if t else 1):  # at the start there is no velocity yet
             for i in range(n):
                 trial[i] = previous[i] + attempt * (previous[i] - before[i])
             trial_errors = _solve_near(
-                trial, previous, positions[t], rotations[t], joints, tip, bounds, settings, work
-            )
+                trial, previous, positions[t], rotations[t], joints, tip, bounds, settings, work,
+                null_work,
+            )  # fmt: skip
             trial_step = 0.0
             for i in range(n):
                 trial_step = max(trial_step, abs(trial[i] - previous[i]))
             reached = kernels.meets(trial_errors[0], trial_errors[1], settings)
-            key = (0.0, trial_step) if reached else (1.0, trial_errors[0])
+            missed_by = trial_errors[0] + settings.orientation_weight * trial_errors[1]
+            key = (0.0, trial_step) if reached else (1.0, _or_inf(missed_by))
             if key < best_key:
                 best_key = key
                 current[:] = trial
@@ -245,11 +248,13 @@ def _follow(
 
 
 @njit(cache=True)
-def _solve_near(q, previous, position, rotation, joints, tip, bounds, settings, work):
+def _solve_near(
+    q, previous, position, rotation, joints, tip, bounds, settings, work, null_work
+):  # fmt: skip
     """Levenberg-Marquardt on q (n,) in place; then, for an arm with joints to spare, one step
     in the null space of the Jacobian towards _null_space_goal and LM again (kept when it still
     reaches the target), so spare joints stay near the previous waypoint and off their limits.
-    Returns the position (m) and orientation (rad) errors."""
+    Returns the position (m) and orientation (rad) errors; null_work: its own buffers."""
     position_error, orientation_error, _, _ = kernels.levenberg_marquardt(
         q, position, rotation, joints, tip, bounds, settings, settings.max_iterations, False,
         work,
@@ -258,7 +263,8 @@ def _solve_near(q, previous, position, rotation, joints, tip, bounds, settings, 
     task_rows = 3 if math.isinf(settings.orientation_tolerance) else 6
     if n <= task_rows or not kernels.meets(position_error, orientation_error, settings):
         return position_error, orientation_error  # no null space, or nothing to keep
-    jacobian, normal, product, solution = work[2], np.empty((6, 6)), np.empty(6), np.empty(6)
+    jacobian = work[2]
+    normal, product, solution, saved = null_work
     kernels.pose_jacobian(q, joints, tip, work[0], work[1], jacobian)
     weight = settings.orientation_weight
     for k in range(3, 6):
@@ -277,7 +283,7 @@ def _solve_near(q, previous, position, rotation, joints, tip, bounds, settings, 
             normal[k, m] = normal[m, k] = total
         normal[k, k] += _NULL_SPACE_DAMPING
     kernels.cholesky_solve(normal, product, solution)
-    saved = q.copy()
+    saved[:] = q
     for i in range(n):
         along = 0.0
         for k in range(6):
@@ -291,6 +297,12 @@ def _solve_near(q, previous, position, rotation, joints, tip, bounds, settings, 
         return pulled_position_error, pulled_orientation_error
     q[:] = saved
     return position_error, orientation_error
+
+
+@njit(cache=True)
+def _or_inf(value):
+    """NaN (a target FK cannot be compared with) ranks last."""
+    return math.inf if math.isnan(value) else value
 
 
 @njit(cache=True)

@@ -223,10 +223,14 @@ class RefinedSolver:
     def _propose(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         hypotheses = np.asarray(self.proposer(positions, rotations), dtype=np.float64)
         expected = (len(positions), self.chain.n_joints)
-        if hypotheses.ndim != 3 or (hypotheses.shape[0], hypotheses.shape[2]) != expected:
+        if (
+            hypotheses.ndim != 3
+            or (hypotheses.shape[0], hypotheses.shape[2]) != expected
+            or hypotheses.shape[1] == 0
+        ):
             raise ValueError(
-                f'the proposer must return seeds of shape ({expected[0]}, K, {expected[1]}), '
-                f'got {hypotheses.shape}'
+                f'the proposer must return seeds of shape ({expected[0]}, K >= 1, '
+                f'{expected[1]}), got {hypotheses.shape}'
             )
         return hypotheses
 
@@ -236,6 +240,8 @@ def constant_proposer(joints: np.ndarray) -> Proposer:
     seed = np.asarray(joints, dtype=np.float64)
 
     def propose(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(seed, (len(positions), 1, len(seed)))
+        # A writable copy, not a broadcast view: numba compiles read-only arrays apart, and
+        # the solver loads its kernels for writable ones when it is built.
+        return np.tile(seed, (len(positions), 1, 1))
 
     return propose
