@@ -23,15 +23,15 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from iknet.srv import SolveIK
+from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
-from iknet_core.solvers.warm_up import exercise
-from iknet_ros import parameters
+from iknet_core.solvers.warm_up import exercise, exercise_path
+from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import make_commander
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
@@ -72,6 +72,7 @@ class IKServer(Node):
             self.solve_ik,
             qos_profile=SERVICE_QUEUE_QOS,
         )
+        self.create_service(SolvePath, '~/solve_path', self.solve_path)
         # Its own group: a move awaiting the controller must not hold up IK requests.
         self.create_service(
             SetKinematicsPose,
@@ -131,7 +132,9 @@ class IKServer(Node):
             for name in names
             if name != 'analytic'
         }
+        exercise_path(chain, settings)
         self.chain, self.base_frame = chain, config.base_frame or chain.base_frame
+        self.settings = settings
         self.solvers = solvers
         seconds = time.monotonic() - started
         self.get_logger().info(
@@ -260,6 +263,26 @@ class IKServer(Node):
             f'{describe(solutions)} in {seconds * 1e6:.0f} us'
         )
         return response
+
+    def solve_path(
+        self, request: SolvePath.Request, response: SolvePath.Response
+    ) -> SolvePath.Response:
+        """Answer a SolvePath request; any failure is `success: false` with the reason."""
+        if not self.solvers:
+            return SolvePath.Response(success=False, failed_at=-1, message=self.not_ready())
+        try:
+            return path_service.solve_path(
+                request, self.chain, self.base_frame, self.settings, dict(self._latest_joints)
+            )
+        except RequestError as error:
+            return SolvePath.Response(success=False, failed_at=-1, message=str(error))
+        except Exception as error:  # a service callback must never take the node down
+            self.get_logger().error(f'solve_path failed:\n{traceback.format_exc()}')
+            return SolvePath.Response(
+                success=False,
+                failed_at=-1,
+                message=f'internal error: {type(error).__name__}: {error}',
+            )
 
     async def goal_task_space_path(
         self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response

@@ -34,6 +34,11 @@ STATUS_NAMES = ('reached', 'missed', 'jumped', 'not tried')
 # away from a singularity moves a joint by tenths of a radian or more.
 STEP_FACTOR = 8.0
 MIN_MAX_STEP = 0.25
+# Time stamps: defaults for the joint speed (rad/s) and acceleration (rad/s^2) limits, and the
+# shortest segment (s), so repeated waypoints still get increasing stamps.
+DEFAULT_MAX_VELOCITY = 1.0
+DEFAULT_MAX_ACCELERATION = 2.0
+MIN_SEGMENT_S = 1e-3
 # Redundant arms move their spare joints, per waypoint, this share of the way from the previous
 # waypoint towards the middle of their limits: a 7-joint arm that only kept its joints near the
 # previous waypoint drifted into its limits on 1 in 6 random paths (1 in 8 with the pull).
@@ -101,6 +106,35 @@ def follow_path(
         failed_at=failed_at,
         reason=_reason(failed_at, status, errors, max_step),
     )
+
+
+def time_stamps(
+    joints: np.ndarray,
+    max_velocity: float = DEFAULT_MAX_VELOCITY,
+    max_acceleration: float = DEFAULT_MAX_ACCELERATION,
+) -> np.ndarray:
+    """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest.
+
+    Along the path's length s (the largest joint's travel), the speed is a trapezoid: up at
+    max_acceleration, at most max_velocity, down to rest at the end; a segment takes its length
+    over the mean of its ends' speeds. So no joint exceeds max_velocity, and the largest joint's
+    acceleration stays within max_acceleration along a smooth path (a sharp corner between
+    segments is not slowed for).
+    """
+    if not (max_velocity > 0.0 and max_acceleration > 0.0):
+        raise ValueError(
+            f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '
+            f'{max_acceleration} rad/s^2'
+        )
+    lengths = np.abs(np.diff(joints, axis=0)).max(-1) if len(joints) > 1 else np.zeros(0)
+    along = np.concatenate([[0.0], np.cumsum(lengths)])
+    remaining = along[-1] - along
+    speed = np.minimum(
+        max_velocity, np.sqrt(2.0 * max_acceleration * np.minimum(along, remaining))
+    )
+    mean = 0.5 * (speed[1:] + speed[:-1])
+    durations = np.divide(lengths, mean, out=np.zeros_like(lengths), where=mean > 0.0)
+    return np.concatenate([[0.0], np.cumsum(np.maximum(durations, MIN_SEGMENT_S))])
 
 
 def smooth_joint_paths(

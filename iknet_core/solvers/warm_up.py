@@ -14,10 +14,13 @@ import time
 import numpy as np
 
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
-from iknet_core.kinematics.fk import forward_kinematics
+from iknet_core.kinematics.fk import forward_kinematics, pose_from_joints
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.path import follow_path
+from iknet_core.solvers.policy import joint_bounds
+from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
 logger = logging.getLogger(__name__)
 # Above the compiled network's single-pose limit: torch takes those, so this stays at 2.
@@ -33,11 +36,20 @@ def exercise(solver: Solver) -> None:
     solver.solve_batch(positions, rotations)
 
 
+def exercise_path(chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
+    """follow_path's kernels once, on a three-waypoint path inside the limits."""
+    low, high = joint_bounds(chain, 'limits')
+    joints = np.clip(0.1 + np.array([[0.0], [0.01], [0.02]]), low, high)  # (3, n)
+    follow_path(chain, pose_from_joints(chain, joints), joints[0], settings)
+
+
 def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) -> list[str]:
-    """Build and exercise every solver available for chain; returns their names."""
+    """Build and exercise every solver available for chain, and follow_path; returns the
+    solvers' names."""
     names = list(available_solvers(chain, network))
     for name in names:
         exercise(build_solver(name, chain, network))
+    exercise_path(chain)
     return names
 
 

@@ -1,0 +1,91 @@
+"""The server's `~/solve_path`: a SolvePath request checked, followed with `follow_path`, and
+answered as a timed JointTrajectory with per-waypoint errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from iknet.srv import SolvePath
+from iknet_core.kinematics.chain import Chain
+from iknet_core.solvers.path import (
+    DEFAULT_MAX_ACCELERATION,
+    DEFAULT_MAX_VELOCITY,
+    follow_path,
+    time_stamps,
+)
+from iknet_core.solvers.settings import SolverSettings
+from iknet_ros.requests import RequestError, check_seed, check_target
+
+
+def solve_path(
+    request: SolvePath.Request,
+    chain: Chain,
+    base_frame: str,
+    settings: SolverSettings,
+    current_joints: dict[str, float],
+) -> SolvePath.Response:
+    """The answer to one request; RequestError for a request that cannot be followed at all."""
+    targets = path_targets(request, base_frame, request.position_only)
+    start = check_seed(request.start.name, request.start.position, chain.joint_names)
+    if start is None:
+        if not current_joints:
+            raise RequestError(
+                'no start joints: give start, or let the server receive the joint states'
+            )
+        start = check_seed(list(current_joints), list(current_joints.values()), chain.joint_names)
+    limits = [request.max_velocity or DEFAULT_MAX_VELOCITY]
+    limits.append(request.max_acceleration or DEFAULT_MAX_ACCELERATION)
+    if not all(math.isfinite(v) and v > 0.0 for v in limits):
+        raise RequestError(f'max_velocity and max_acceleration must be > 0, got {limits}')
+    if not (math.isfinite(request.max_step) and request.max_step >= 0.0):
+        raise RequestError(
+            f'max_step must be >= 0 rad (0: from the spacing), got {request.max_step}'
+        )
+    try:
+        result = follow_path(chain, targets, start, settings, request.max_step or None)
+    except ValueError as error:
+        raise RequestError(str(error)) from error
+    reached = result.joints[: result.failed_at]
+    stamps = time_stamps(reached, *limits) if len(reached) else np.zeros(0)
+    response = SolvePath.Response(success=result.success)
+    response.failed_at = -1 if result.failed_at is None else result.failed_at
+    response.trajectory.header.frame_id = base_frame
+    response.trajectory.joint_names = list(chain.joint_names)
+    for joints, seconds in zip(reached, stamps, strict=True):
+        nanoseconds = round(seconds * 1e9)
+        point = JointTrajectoryPoint(positions=joints.tolist())
+        point.time_from_start = Duration(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
+        response.trajectory.points.append(point)
+    response.position_errors = result.position_errors.tolist()
+    response.orientation_errors = result.orientation_errors.tolist()
+    response.message = (
+        f'{len(targets)} waypoints reached, {stamps[-1]:.3g} s at the limits'
+        if result.success
+        else result.reason
+    )
+    return response
+
+
+def path_targets(request: SolvePath.Request, base_frame: str, position_only: bool) -> np.ndarray:
+    """The path as (T, 7) = x, y, z, qx, qy, qz, qw, each pose checked as SolveIK's target, or
+    positions (T, 3) alone (their orientations unchecked) when position_only."""
+    poses = request.path.poses
+    if not poses:
+        raise RequestError('the path is empty')
+    targets = []
+    for index, pose in enumerate(poses):
+        p, o = pose.position, pose.orientation
+        quaternion = (0.0, 0.0, 0.0, 1.0) if position_only else (o.x, o.y, o.z, o.w)
+        try:
+            target = check_target(
+                [p.x, p.y, p.z], quaternion, request.path.header.frame_id, base_frame
+            )
+        except RequestError as error:
+            raise RequestError(f'waypoint {index}: {error}') from error
+        targets.append(np.concatenate([target.position, target.quaternion]))
+    targets = np.array(targets)
+    return targets[:, :3] if position_only else targets

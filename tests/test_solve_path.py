@@ -1,0 +1,104 @@
+"""`~/solve_path` of the IK server as a real process, called over DDS (loopback)."""
+
+import math
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import Pose
+from sensor_msgs.msg import JointState
+
+from iknet.srv import SolvePath
+from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
+from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.resources import installed_executable as executable
+from iknet_core.solvers.path import smooth_joint_paths
+
+MAX_VELOCITY, MAX_ACCELERATION = 0.8, 1.5  # rad/s, rad/s^2
+
+
+@pytest.fixture
+def client(processes, ros, tmp_path):
+    # No simulator: no joint states, so a request without start joints is refused.
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'device:=cpu', log=tmp_path / 'server.log'
+    )
+    node = ros.node('path_client')
+    client = node.create_client(SolvePath, '/ik_server/solve_path')
+    assert client.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    return client
+
+
+def path_request(poses: np.ndarray, start: np.ndarray | None, frame: str = 'world'):
+    request = SolvePath.Request(max_velocity=MAX_VELOCITY, max_acceleration=MAX_ACCELERATION)
+    request.path.header.frame_id = frame
+    for pose in poses:
+        message = Pose()
+        p, o = message.position, message.orientation
+        p.x, p.y, p.z = (float(v) for v in pose[:3])
+        o.x, o.y, o.z, o.w = (float(v) for v in pose[3:])
+        request.path.poses.append(message)
+    if start is not None:
+        request.start = JointState(name=OMX_CHAIN.joint_names, position=start.tolist())
+    return request
+
+
+def seconds(point) -> float:
+    return point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
+
+
+def test_a_smooth_path_comes_back_as_a_timed_trajectory_that_reaches_every_waypoint(ros, client):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=50, seed=8)[0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
+    response = ros.call(client, path_request(poses, curve[0]), timeout_s=60.0)
+    assert response.success, response.message
+    assert response.failed_at == -1
+    trajectory = response.trajectory
+    assert trajectory.joint_names == OMX_CHAIN.joint_names
+    assert trajectory.header.frame_id == 'world'
+    joints = np.array([point.positions for point in trajectory.points])
+    assert joints.shape == (50, 4)
+    reached, _ = forward_kinematics(OMX_CHAIN, joints)
+    assert np.linalg.norm(reached - poses[:, :3], axis=-1).max() < 1e-6
+    assert max(response.position_errors) < 1e-6 and len(response.orientation_errors) == 50
+    stamps = np.array([seconds(point) for point in trajectory.points])
+    assert stamps[0] == 0.0 and (np.diff(stamps) > 0).all()
+    speeds = np.abs(np.diff(joints, axis=0)) / np.diff(stamps)[:, None]
+    assert speeds.max() <= MAX_VELOCITY * (1 + 1e-6)
+
+
+def test_a_path_out_of_reach_stops_at_its_first_unreachable_waypoint(ros, client):
+    start = np.array([0.0, 0.0, 0.0, 0.0])
+    pose = pose_from_joints(OMX_CHAIN, start)
+    poses = np.repeat(pose[None], 40, 0)
+    poses[:, 0] += np.linspace(0.0, 0.4, 40)  # straight out along x, far beyond the reach
+    response = ros.call(client, path_request(poses, start), timeout_s=60.0)
+    assert not response.success
+    assert 0 < response.failed_at < 40
+    assert f'waypoint {response.failed_at} is not reached' in response.message
+    assert len(response.trajectory.points) == response.failed_at
+    assert math.isnan(response.position_errors[-1])
+
+
+BAD = {
+    'empty path': (lambda r: r.path.poses.clear(), 'the path is empty'),
+    'nan waypoint': (lambda r: setattr(r.path.poses[1].position, 'y', math.nan), 'waypoint 1:'),
+    'other frame': (lambda r: setattr(r.path.header, 'frame_id', 'camera'), 'base frame'),
+    'no start': (lambda r: setattr(r, 'start', JointState()), 'no start joints'),
+    'start outside limits': (
+        lambda r: setattr(r.start, 'position', [0.0, 0.0, 0.0, 9.0]),
+        'outside its limits',
+    ),
+    'negative speed': (lambda r: setattr(r, 'max_velocity', -1.0), 'max_velocity'),
+}
+
+
+@pytest.mark.parametrize('case', list(BAD))
+def test_bad_requests_get_success_false_with_the_reason(ros, client, case):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=5, seed=9)[0]
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+    spoil, reason = BAD[case]
+    spoil(request)
+    response = ros.call(client, request, timeout_s=60.0)
+    assert not response.success
+    assert reason in response.message
+    assert response.failed_at == -1 and not response.trajectory.points
