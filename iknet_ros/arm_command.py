@@ -27,6 +27,10 @@ class ArmCommander(Protocol):
         """Send a joint goal reached after path_time (s); (accepted, reason)."""
         ...
 
+    async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        """Send a timed trajectory (points timed from now); (accepted, reason)."""
+        ...
+
 
 class LegacyCommander:
     """SetJointPosition on /goal_joint_space_path, as the ROBOTIS legacy controller serves it."""
@@ -65,6 +69,24 @@ class LegacyCommander:
         if not future.result().is_planned:
             return False, f'{self._client.srv_name} refused the goal'
         return True, f'sent to {self._client.srv_name}'
+
+    async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        """One goal per point, each sent when the previous one is due and reached over the
+        time between them: the legacy controller takes no trajectories."""
+        started = time.monotonic()
+        previous = 0.0
+        for index, point in enumerate(trajectory.points):
+            due = duration_s(point.time_from_start)
+            accepted, reason = await self.command(
+                trajectory.joint_names, point.positions, due - previous
+            )
+            if not accepted:
+                return False, f'point {index} of {len(trajectory.points)}: {reason}'
+            wait = started + due - time.monotonic()
+            if wait > 0.0 and index + 1 < len(trajectory.points):
+                await first_done(self._node, self._group, None, wait)
+            previous = due
+        return True, f'{len(trajectory.points)} goals sent to {self._client.srv_name}'
 
 
 async def first_done(
@@ -110,6 +132,12 @@ class TrajectoryCommander:
         self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))
         return True, f'published on {self._publisher.topic_name}'
 
+    async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        if self._publisher.get_subscription_count() == 0:
+            return False, f'nothing subscribes to {self._publisher.topic_name}'
+        self._publisher.publish(trajectory)
+        return True, f'published on {self._publisher.topic_name}'
+
 
 class NoCommander:
     """Solve only: for dry runs and for arms commanded by something else."""
@@ -118,6 +146,13 @@ class NoCommander:
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         return True, 'not sent (command_interface is none)'
+
+    async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        return False, 'not sent (command_interface is none)'
+
+
+def duration_s(duration: Duration) -> float:
+    return duration.sec + duration.nanosec * 1e-9
 
 
 def make_commander(

@@ -72,8 +72,13 @@ class IKServer(Node):
             self.solve_ik,
             qos_profile=SERVICE_QUEUE_QOS,
         )
-        self.create_service(SolvePath, '~/solve_path', self.solve_path)
-        # Its own group: a move awaiting the controller must not hold up IK requests.
+        # Moves get their own groups: a move awaiting the controller must not hold up IK requests.
+        self.create_service(
+            SolvePath,
+            '~/solve_path',
+            self.solve_path,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
         self.create_service(
             SetKinematicsPose,
             '~/goal_task_space_path',
@@ -264,16 +269,21 @@ class IKServer(Node):
         )
         return response
 
-    def solve_path(
+    async def solve_path(
         self, request: SolvePath.Request, response: SolvePath.Response
     ) -> SolvePath.Response:
-        """Answer a SolvePath request; any failure is `success: false` with the reason."""
+        """Answer a SolvePath request, and move the arm along it when asked; any failure is
+        `success: false` with the reason."""
         if not self.solvers:
             return SolvePath.Response(success=False, failed_at=-1, message=self.not_ready())
         try:
-            return path_service.solve_path(
+            response = path_service.solve_path(
                 request, self.chain, self.base_frame, self.settings, dict(self._latest_joints)
             )
+            if request.execute and response.success:
+                response.executed, reason = await self.commander.follow(response.trajectory)
+                response.message += f'; {reason}'
+            return response
         except RequestError as error:
             return SolvePath.Response(success=False, failed_at=-1, message=str(error))
         except Exception as error:  # a service callback must never take the node down

@@ -50,7 +50,7 @@ def solve_path(
     except ValueError as error:
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
-    stamps = time_stamps(reached, *limits) if len(reached) else np.zeros(0)
+    stamps = time_stamps(np.concatenate([start[None], reached]), *limits)[1:]
     response = SolvePath.Response(success=result.success)
     response.failed_at = -1 if result.failed_at is None else result.failed_at
     response.trajectory.header.frame_id = base_frame

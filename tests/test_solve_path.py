@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from geometry_msgs.msg import Pose
+from open_manipulator_msgs.msg import KinematicsPose
 from sensor_msgs.msg import JointState
 
 from iknet.srv import SolvePath
@@ -60,10 +61,14 @@ def test_a_smooth_path_comes_back_as_a_timed_trajectory_that_reaches_every_waypo
     reached, _ = forward_kinematics(OMX_CHAIN, joints)
     assert np.linalg.norm(reached - poses[:, :3], axis=-1).max() < 1e-6
     assert max(response.position_errors) < 1e-6 and len(response.orientation_errors) == 50
-    stamps = np.array([seconds(point) for point in trajectory.points])
-    assert stamps[0] == 0.0 and (np.diff(stamps) > 0).all()
-    speeds = np.abs(np.diff(joints, axis=0)) / np.diff(stamps)[:, None]
+    # Timed from the start joints: every stamp after 0 s, every joint within the speed limit.
+    stamps = np.array([0.0] + [seconds(point) for point in trajectory.points])
+    assert (np.diff(stamps) > 0).all()
+    speeds = (
+        np.abs(np.diff(np.concatenate([curve[:1], joints]), axis=0)) / np.diff(stamps)[:, None]
+    )
     assert speeds.max() <= MAX_VELOCITY * (1 + 1e-6)
+    assert not response.executed
 
 
 def test_a_path_out_of_reach_stops_at_its_first_unreachable_waypoint(ros, client):
@@ -102,3 +107,49 @@ def test_bad_requests_get_success_false_with_the_reason(ros, client, case):
     assert not response.success
     assert reason in response.message
     assert response.failed_at == -1 and not response.trajectory.points
+
+
+@pytest.mark.parametrize('interface', ['legacy', 'trajectory'])
+def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(
+    processes, ros, tmp_path, interface
+):
+    processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
+        '-p', f'command_interface:={interface}', log=tmp_path / 'server.log',
+    )  # fmt: skip
+    node = ros.node('path_mover')
+    client = node.create_client(SolvePath, '/ik_server/solve_path')
+    assert client.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    states, poses = [], []
+    node.create_subscription(JointState, '/joint_states', states.append, 10)
+    node.create_subscription(KinematicsPose, '/kinematics_pose', poses.append, 10)
+    assert ros.spin_until(lambda: bool(states) and bool(poses), 20.0), 'no simulator'
+
+    def at_rest() -> bool:  # the simulator may still be settling into its start pose
+        return len(states) > 5 and all(s.position == states[-1].position for s in states[-5:])
+
+    assert ros.spin_until(at_rest, 20.0), 'the simulated arm does not come to rest'
+    present = dict(zip(states[-1].name, states[-1].position, strict=False))
+    start = np.array([present[name] for name in OMX_CHAIN.joint_names])
+    goal = np.array([0.5, -0.3, 0.2, 0.6])
+    curve = start + np.linspace(0.0, 1.0, 30)[:, None] * (goal - start)
+    path = pose_from_joints(OMX_CHAIN, curve)
+    request = path_request(path, None)  # from the joint states the server received
+    request.execute = True
+    response = ros.call(client, request, timeout_s=60.0)
+    for _retry in range(10):  # a server that has no joint state yet refuses: ask again
+        if 'no start joints' not in response.message:
+            break
+        seen = len(states)
+        ros.spin_until(lambda seen=seen: len(states) > seen + 2, 10.0)  # the server hears them
+        response = ros.call(client, request, timeout_s=60.0)
+    assert response.success and response.executed, response.message
+
+    def error() -> float:
+        reached = poses[-1].pose.position
+        return float(np.linalg.norm(np.array([reached.x, reached.y, reached.z]) - path[-1, :3]))
+
+    duration = seconds(response.trajectory.points[-1])
+    # The simulator quantizes joints to 4096 ticks: ~0.4 mm of tip motion per tick.
+    assert ros.spin_until(lambda: error() < 1e-3, duration + 15.0), f'{error() * 1e3:.2f} mm off'
