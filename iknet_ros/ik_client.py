@@ -2,13 +2,16 @@
 
 The reference IKNet's inference script, done right: the server solves (and checks FK), the client
 prints every solution with its error, and `--move` sends the arm through the server's
-goal_task_space_path so the move is seeded with the arm's current joints. Exit code 0 on success.
+goal_task_space_path so the move is seeded with the arm's current joints. `--line A:B` asks for
+a straight path instead (the server's solve_path, from the arm's current joints), `--move` then
+moves the arm along it and `--plot` draws it. Exit code 0 on success.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -19,7 +22,10 @@ from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.service_calls import call_with_resend
+from iknet_ros.service_calls import call_with_resend, spin_until
+
+# A joint this close (rad) to its goal has arrived (the simulator quantizes to 4096 ticks a turn).
+ARRIVED_RAD = 0.01
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -29,7 +35,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     for axis in 'xyz':
-        parser.add_argument(f'--{axis}', type=float, required=True, help=f'target {axis} (m)')
+        parser.add_argument(f'--{axis}', type=float, help=f'target {axis} (m)')
+    parser.add_argument(
+        '--line',
+        type=parse_line,
+        help="instead of --x --y --z: a straight path x0,y0,z0:x1,y1,z1 (m) from the arm's "
+        'current joints; positions only unless --pitch or a quaternion is given',
+    )
+    parser.add_argument('--steps', type=int, default=100, help='waypoints of --line')
+    parser.add_argument('--plot', type=Path, help='with --line: draw the path and joints here')
     for axis in ('qx', 'qy', 'qz', 'qw'):
         parser.add_argument(f'--{axis}', type=float, help='target orientation quaternion')
     parser.add_argument(
@@ -59,9 +73,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     given = [q is not None for q in quaternion]
     if args.pitch is not None and any(given):
         parser.error('give either --pitch or --qx --qy --qz --qw, not both')
-    if args.pitch is None and not all(given):
+    if any(given) and not all(given):
         parser.error('give --qx --qy --qz --qw (all four) or --pitch')
+    if args.line is None:
+        if None in (args.x, args.y, args.z):
+            parser.error('give --x --y --z, or --line')
+        if args.pitch is None and not all(given):
+            parser.error('give --qx --qy --qz --qw (all four) or --pitch')
+    elif args.steps < 2:
+        parser.error(f'--steps must be at least 2, got {args.steps}')
     return args
+
+
+def parse_line(text: str) -> np.ndarray:
+    """'x0,y0,z0:x1,y1,z1' -> (2, 3) m."""
+    try:
+        ends = np.array([[float(v) for v in end.split(',')] for end in text.split(':')])
+    except ValueError:
+        ends = np.zeros(0)
+    if ends.shape != (2, 3) or not np.isfinite(ends).all():
+        raise argparse.ArgumentTypeError(f'expected x0,y0,z0:x1,y1,z1 in metres, got {text!r}')
+    return ends
 
 
 def target_quaternion(args: argparse.Namespace) -> list[float]:
@@ -142,13 +174,156 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     return bool(response.is_planned)
 
 
+def line_path(args: argparse.Namespace) -> np.ndarray:
+    """--line as (steps, 7) poses, or (steps, 3) positions when no orientation was given."""
+    positions = args.line[0] + np.linspace(0.0, 1.0, args.steps)[:, None] * np.diff(
+        args.line, axis=0
+    )
+    if args.pitch is not None:
+        solver = OmxAnalyticIK(OMX_CHAIN)
+        rotations = np.stack([solver.pointing_rotation(p, args.pitch) for p in positions])
+        return np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
+    if args.qw is not None:
+        quaternion = np.array([args.qx, args.qy, args.qz, args.qw])
+        return np.concatenate([positions, np.broadcast_to(quaternion, (args.steps, 4))], -1)
+    return positions
+
+
+def follow_line(node: Node, args: argparse.Namespace) -> bool:
+    """The line from the solution of its first waypoint: the arm goes there first (--move),
+    then along the line."""
+    from iknet.srv import SolveIK, SolvePath
+
+    path = line_path(args)
+    first = waypoint_pose(path[0])
+    request = SolveIK.Request(max_solutions=1, refine=True, position_only=path.shape[1] == 3)
+    request.target.header.frame_id = args.frame
+    request.target.pose = first
+    client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    answer = call(node, client, request, args.timeout, resend_after_s=1.0)
+    if answer is None or not answer.success:
+        print(f"FAILED: the line's first waypoint: {answer.message if answer else 'no answer'}")
+        return False
+    start = answer.solutions[0]
+    if args.move and not move_to(node, args, first, start):
+        return False
+    request = SolvePath.Request(position_only=path.shape[1] == 3, execute=args.move, start=start)
+    request.path.header.frame_id = args.frame
+    request.path.poses = [waypoint_pose(waypoint) for waypoint in path]
+    client = node.create_client(SolvePath, f'{args.server}/solve_path')
+    # A legacy arm is sent the waypoints one by one as they fall due: allow for the path's time.
+    response = call(node, client, request, args.timeout + (60.0 if args.move else 0.0), 5.0)
+    if response is None:
+        return False
+    outcome = 'success' if response.success else 'FAILED'
+    print(f'line of {args.steps} waypoints: {outcome}: {response.message}')
+    errors = np.array(response.position_errors)
+    reached = errors[~np.isnan(errors)]
+    if len(reached):
+        print(
+            f'  {len(response.trajectory.points)} points, largest position error '
+            f'{reached.max() * 1e3:.4f} mm'
+        )
+    if args.plot is not None and response.trajectory.points:
+        plot_line(args.plot, path, response)
+        print(f'  wrote {args.plot}')
+    return bool(response.success and (response.executed or not args.move))
+
+
+def waypoint_pose(waypoint: np.ndarray):
+    from geometry_msgs.msg import Pose
+
+    pose = Pose()
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in waypoint[:3])
+    if len(waypoint) == 7:
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = (float(v) for v in waypoint[3:])
+    else:
+        pose.orientation.w = 1.0  # unused: the line is positions only
+    return pose
+
+
+def move_to(node: Node, args: argparse.Namespace, pose, joints) -> bool:
+    """Move the arm to a pose (goal_task_space_path) and wait until its joint states are there."""
+    from sensor_msgs.msg import JointState
+
+    quaternion = [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w]
+    target = argparse.Namespace(**{**vars(args), 'x': pose.position.x, 'y': pose.position.y})
+    target.z = pose.position.z
+    if not move(node, target, quaternion):
+        return False
+    goal = dict(zip(joints.name, joints.position, strict=True))
+    latest: list[JointState] = []
+    subscription = node.create_subscription(JointState, '/joint_states', latest.append, 10)
+
+    def arrived() -> bool:
+        if not latest:
+            return False
+        present = dict(zip(latest[-1].name, latest[-1].position, strict=False))
+        return all(
+            abs(present.get(name, np.inf) - value) < ARRIVED_RAD for name, value in goal.items()
+        )
+
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        there = spin_until(executor, arrived, args.path_time + args.timeout)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        node.destroy_subscription(subscription)
+    if not there:
+        print("error: the arm did not reach the line's first waypoint", file=sys.stderr)
+    return there
+
+
+def plot_line(path_file: Path, path: np.ndarray, response) -> None:
+    """The target path's x, y, z against FK of the answer (drawn for the OM-X, whose chain the
+    client knows), each waypoint's position error, and the joint curves in time."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    from iknet_core.kinematics.fk import forward_kinematics
+
+    points = response.trajectory.points
+    joints = np.array([point.positions for point in points])
+    stamps = [point.time_from_start.sec + point.time_from_start.nanosec * 1e-9 for point in points]
+    figure, (positions, errors, curves) = plt.subplots(1, 3, figsize=(16, 4.5))
+    reached = None
+    if list(response.trajectory.joint_names) == OMX_CHAIN.joint_names:
+        reached, _ = forward_kinematics(OMX_CHAIN, joints)
+    for index, (axis_name, color) in enumerate(
+        zip('xyz', ('tab:red', 'tab:green', 'tab:blue'), strict=True)
+    ):
+        positions.plot(
+            path[:, index], 'o', ms=4, mfc='none', color=color, label=f'{axis_name} target'
+        )
+        if reached is not None:
+            positions.plot(reached[:, index], '-', color=color, label=f'{axis_name} of FK(answer)')
+    positions.set(xlabel='waypoint', ylabel='tip position (m)')
+    positions.legend(fontsize=8)
+    errors.semilogy(np.maximum(np.array(response.position_errors) * 1e3, 1e-9), '.')
+    errors.set(xlabel='waypoint', ylabel='position error (mm; NaN: not reached)')
+    for index, name in enumerate(response.trajectory.joint_names):
+        curves.plot(stamps, joints[:, index], label=name)
+    curves.set(xlabel='time from start (s)', ylabel='joint (rad)')
+    curves.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path_file, dpi=100)
+    plt.close(figure)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(rclpy.utilities.remove_ros_args(['ik_client', *argv])[1:])
-    quaternion = target_quaternion(args)
     rclpy.init()
     node = rclpy.create_node('ik_client')
     try:
+        if args.line is not None:
+            return 0 if follow_line(node, args) else 1
+        quaternion = target_quaternion(args)
         ok = solve(node, args, quaternion)
         if ok and args.move:
             ok = move(node, args, quaternion)

@@ -51,3 +51,26 @@ def test_analytic_solver_is_chosen_per_request(server, ros_env):
                         '--solver', 'analytic')  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'success: analytic:' in result.stdout
+
+
+def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
+    plot = tmp_path / 'line.png'
+    line = ('--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '30', '--pitch', '0.5')
+    result = run_client(ros_env, *line, '--move', '--path-time', '1.0', '--plot', str(plot))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'line of 30 waypoints: success' in result.stdout
+    assert '30 points, largest position error' in result.stdout
+    assert 'goals sent to' in result.stdout  # the legacy controller took them one by one
+    assert plot.is_file() and plot.stat().st_size > 10_000
+
+
+def test_a_line_out_of_reach_exits_nonzero_with_the_waypoint(server, ros_env):
+    result = run_client(ros_env, '--line', '0.2,0,0.1:0.6,0,0.1', '--steps', '20')
+    assert result.returncode == 1
+    assert 'FAILED' in result.stdout and 'waypoint' in result.stdout
+
+
+def test_a_malformed_line_is_refused_before_any_call(ros_env):
+    result = run_client(ros_env, '--line', '0.2,0,0.1:0.3')
+    assert result.returncode == 2
+    assert 'expected x0,y0,z0:x1,y1,z1' in result.stderr
