@@ -72,7 +72,8 @@ class LegacyCommander:
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
         """One goal per point, each sent when the previous one is due and reached over the
-        time between them: the legacy controller takes no trajectories."""
+        time between them: the legacy controller takes no trajectories. A goal refused midway
+        leaves the arm at the last point it took (the reason says which)."""
         started = time.monotonic()
         previous = 0.0
         for index, point in enumerate(trajectory.points):
@@ -83,7 +84,9 @@ class LegacyCommander:
             if not accepted:
                 return False, f'point {index} of {len(trajectory.points)}: {reason}'
             wait = started + due - time.monotonic()
-            if wait > 0.0 and index + 1 < len(trajectory.points):
+            if wait < 0.0:
+                started -= wait  # a late answer delays the rest, so no segment gets shorter
+            elif index + 1 < len(trajectory.points):
                 await first_done(self._node, self._group, None, wait)
             previous = due
         return True, f'{len(trajectory.points)} goals sent to {self._client.srv_name}'

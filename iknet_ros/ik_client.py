@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     elif args.steps < 2:
         parser.error(f'--steps must be at least 2, got {args.steps}')
+    elif args.move and args.pitch is None and not all(given):
+        parser.error('--line --move needs --pitch or a quaternion, to send the arm to its start')
     return args
 
 
@@ -190,8 +193,8 @@ def line_path(args: argparse.Namespace) -> np.ndarray:
 
 
 def follow_line(node: Node, args: argparse.Namespace) -> bool:
-    """The line from the solution of its first waypoint: the arm goes there first (--move),
-    then along the line."""
+    """The line from the solution of its first waypoint nearest the arm's joints: the arm goes
+    there first (--move), then along the line."""
     from iknet.srv import SolveIK, SolvePath
 
     path = line_path(args)
@@ -199,6 +202,9 @@ def follow_line(node: Node, args: argparse.Namespace) -> bool:
     request = SolveIK.Request(max_solutions=1, refine=True, position_only=path.shape[1] == 3)
     request.target.header.frame_id = args.frame
     request.target.pose = first
+    present = joint_state(node, args.timeout)  # the seed: the first waypoint on the arm's branch
+    if present is not None:
+        request.seed = present
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     if answer is None or not answer.success:
@@ -210,24 +216,41 @@ def follow_line(node: Node, args: argparse.Namespace) -> bool:
     request = SolvePath.Request(position_only=path.shape[1] == 3, execute=args.move, start=start)
     request.path.header.frame_id = args.frame
     request.path.poses = [waypoint_pose(waypoint) for waypoint in path]
-    client = node.create_client(SolvePath, f'{args.server}/solve_path')
+    client = node.create_client(
+        SolvePath, f'{args.server}/solve_path', qos_profile=SERVICE_QUEUE_QOS
+    )
     # A legacy arm is sent the waypoints one by one as they fall due: allow for the path's time.
-    response = call(node, client, request, args.timeout + (60.0 if args.move else 0.0), 5.0)
+    # A move must not be sent twice, so no resend then.
+    timeout_s = args.timeout + (60.0 if args.move else 0.0)
+    response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0)
     if response is None:
         return False
     outcome = 'success' if response.success else 'FAILED'
     print(f'line of {args.steps} waypoints: {outcome}: {response.message}')
-    errors = np.array(response.position_errors)
-    reached = errors[~np.isnan(errors)]
+    reached = np.array(response.position_errors)[: len(response.trajectory.points)]
     if len(reached):
-        print(
-            f'  {len(response.trajectory.points)} points, largest position error '
-            f'{reached.max() * 1e3:.4f} mm'
-        )
+        print(f'  {len(reached)} points, largest position error {reached.max() * 1e3:.4f} mm')
     if args.plot is not None and response.trajectory.points:
         plot_line(args.plot, path, response)
         print(f'  wrote {args.plot}')
     return bool(response.success and (response.executed or not args.move))
+
+
+def joint_state(node: Node, timeout_s: float):
+    """The arm's next /joint_states message, or None when none comes within timeout_s."""
+    from sensor_msgs.msg import JointState
+
+    latest: list[JointState] = []
+    subscription = node.create_subscription(JointState, '/joint_states', latest.append, 10)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        spin_until(executor, lambda: bool(latest), timeout_s)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        node.destroy_subscription(subscription)
+    return latest[-1] if latest else None
 
 
 def waypoint_pose(waypoint: np.ndarray):
@@ -244,37 +267,28 @@ def waypoint_pose(waypoint: np.ndarray):
 
 
 def move_to(node: Node, args: argparse.Namespace, pose, joints) -> bool:
-    """Move the arm to a pose (goal_task_space_path) and wait until its joint states are there."""
-    from sensor_msgs.msg import JointState
-
+    """Move the arm to a pose (goal_task_space_path, seeded by the server with the arm's joints,
+    as the solution `joints` was) and wait until its joint states are there."""
     quaternion = [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w]
     target = argparse.Namespace(**{**vars(args), 'x': pose.position.x, 'y': pose.position.y})
     target.z = pose.position.z
     if not move(node, target, quaternion):
         return False
     goal = dict(zip(joints.name, joints.position, strict=True))
-    latest: list[JointState] = []
-    subscription = node.create_subscription(JointState, '/joint_states', latest.append, 10)
 
     def arrived() -> bool:
-        if not latest:
+        state = joint_state(node, 1.0)
+        if state is None:
             return False
-        present = dict(zip(latest[-1].name, latest[-1].position, strict=False))
-        return all(
-            abs(present.get(name, np.inf) - value) < ARRIVED_RAD for name, value in goal.items()
-        )
+        present = dict(zip(state.name, state.position, strict=False))
+        return all(abs(present.get(name, np.inf) - v) < ARRIVED_RAD for name, v in goal.items())
 
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        there = spin_until(executor, arrived, args.path_time + args.timeout)
-    finally:
-        executor.remove_node(node)
-        executor.shutdown()
-        node.destroy_subscription(subscription)
-    if not there:
-        print("error: the arm did not reach the line's first waypoint", file=sys.stderr)
-    return there
+    deadline = time.monotonic() + args.path_time + args.timeout
+    while not arrived():
+        if time.monotonic() > deadline:
+            print("error: the arm did not reach the line's first waypoint", file=sys.stderr)
+            return False
+    return True
 
 
 def plot_line(path_file: Path, path: np.ndarray, response) -> None:

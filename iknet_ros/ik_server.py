@@ -72,18 +72,21 @@ class IKServer(Node):
             self.solve_ik,
             qos_profile=SERVICE_QUEUE_QOS,
         )
-        # Moves get their own groups: a move awaiting the controller must not hold up IK requests.
+        # Moves share a group of their own: a move awaiting the controller must not hold up IK
+        # requests, and two moves must not interleave their goals.
+        moves = MutuallyExclusiveCallbackGroup()
         self.create_service(
             SolvePath,
             '~/solve_path',
             self.solve_path,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            qos_profile=SERVICE_QUEUE_QOS,
+            callback_group=moves,
         )
         self.create_service(
             SetKinematicsPose,
             '~/goal_task_space_path',
             self.goal_task_space_path,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            callback_group=moves,
         )
         self.create_subscription(
             JointState, config.joint_states_topic, self.on_joint_states, latest_state_qos

@@ -20,6 +20,10 @@ from iknet_core.solvers.path import (
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.requests import RequestError, check_seed, check_target
 
+# How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
+# farther, its first goal would jump.
+START_TOLERANCE_RAD = 0.02
+
 
 def solve_path(
     request: SolvePath.Request,
@@ -31,12 +35,25 @@ def solve_path(
     """The answer to one request; RequestError for a request that cannot be followed at all."""
     targets = path_targets(request, base_frame, request.position_only)
     start = check_seed(request.start.name, request.start.position, chain.joint_names)
-    if start is None:
-        if not current_joints:
+    try:  # the arm's latest joint states, when they hold every chain joint
+        present = check_seed(
+            list(current_joints), list(current_joints.values()), chain.joint_names
+        )
+    except RequestError:
+        present = None
+    if start is None and present is None:
+        raise RequestError(
+            'no start joints: give start, or let the server receive the joint states'
+        )
+    if request.execute:
+        if present is None:
+            raise RequestError("execute needs the arm's joint states, and none has come")
+        if start is not None and np.abs(start - present).max() > START_TOLERANCE_RAD:
             raise RequestError(
-                'no start joints: give start, or let the server receive the joint states'
+                f'execute: the arm is at {np.round(present, 4).tolist()}, not at the start joints '
+                f'{np.round(start, 4).tolist()}; move it there first'
             )
-        start = check_seed(list(current_joints), list(current_joints.values()), chain.joint_names)
+    start = present if start is None else start
     limits = [request.max_velocity or DEFAULT_MAX_VELOCITY]
     limits.append(request.max_acceleration or DEFAULT_MAX_ACCELERATION)
     if not all(math.isfinite(v) and v > 0.0 for v in limits):

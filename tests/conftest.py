@@ -66,14 +66,16 @@ class RosSession:
         """Spin until done() is true or the timeout passes; returns done()."""
         return spin_until(self.executor, done, timeout_s)
 
-    def call(self, client, request, timeout_s: float = 15.0):
+    def call(self, client, request, timeout_s: float = 15.0, resend: bool = True):
         """Call a service and return its response; fails the test if it does not answer.
 
-        Resends a late request, as every client in the project does (iknet_ros/service_calls.py).
+        Resends a late request, as every client in the project does (iknet_ros/service_calls.py),
+        unless resend is False (requests that move the arm).
         """
         from iknet_ros.service_calls import call_with_resend
 
-        answer = call_with_resend(self.executor, client, request, timeout_s)
+        resend_after_s = 1.0 if resend else timeout_s
+        answer = call_with_resend(self.executor, client, request, timeout_s, resend_after_s)
         assert answer.found, f'{client.srv_name} not available'
         assert answer.response is not None, f'{client.srv_name}: no answer'
         return answer.response

@@ -120,7 +120,11 @@ def test_a_redundant_arm_keeps_its_joints_inside_the_limits():
         (np.array([[0.2, 0, 0.1], [np.nan, 0, 0.1]]), np.zeros(4), 'waypoint 1 .* not finite'),
         (np.array([[0.2, 0, 0.1, 0, 0, 0, 0]]), np.zeros(4), 'waypoint 0 .* zero quaternion'),
         (np.array([[0.2, 0, 0.1]]), np.zeros(3), 'start joints must be 4'),
-        (np.array([[0.2, 0, 0.1]]), np.array([0, 0, 0, 9.0]), 'joint4 = 9.0000 rad is outside'),
+        (
+            np.array([[0.2, 0, 0.1]]),
+            np.array([0, 0, 0, 9.0]),
+            'joint4 = 9.0000 rad is outside its reach',
+        ),
     ],
 )
 def test_bad_paths_are_refused_with_the_reason(targets, start, message):

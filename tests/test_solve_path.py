@@ -1,6 +1,7 @@
 """`~/solve_path` of the IK server as a real process, called over DDS (loopback)."""
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -91,7 +92,7 @@ BAD = {
     'no start': (lambda r: setattr(r, 'start', JointState()), 'no start joints'),
     'start outside limits': (
         lambda r: setattr(r.start, 'position', [0.0, 0.0, 0.0, 9.0]),
-        'outside its limits',
+        'outside its reach',
     ),
     'negative speed': (lambda r: setattr(r, 'max_velocity', -1.0), 'max_velocity'),
 }
@@ -135,15 +136,23 @@ def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(
     goal = np.array([0.5, -0.3, 0.2, 0.6])
     curve = start + np.linspace(0.0, 1.0, 30)[:, None] * (goal - start)
     path = pose_from_joints(OMX_CHAIN, curve)
+    # Refused, unmoved, while the arm is not at the given start joints.
+    elsewhere = path_request(path, start + np.array([0.3, 0.0, 0.0, 0.0]))
+    elsewhere.execute = True
+    refused = ros.call(client, elsewhere, timeout_s=60.0, resend=False)
+    assert not refused.success and not refused.executed
+    # (or, before the server has heard the arm, that no joint state has come)
+    assert 'not at the start joints' in refused.message or 'none has come' in refused.message
+
     request = path_request(path, None)  # from the joint states the server received
     request.execute = True
-    response = ros.call(client, request, timeout_s=60.0)
-    for _retry in range(10):  # a server that has no joint state yet refuses: ask again
-        if 'no start joints' not in response.message:
-            break
+    response = ros.call(client, request, timeout_s=60.0, resend=False)
+    deadline = time.monotonic() + 60.0  # discovery on a loaded machine takes its time
+    while 'no start joints' in response.message and time.monotonic() < deadline:
+        # The server has no joint state yet: ask again once more have been published.
         seen = len(states)
-        ros.spin_until(lambda seen=seen: len(states) > seen + 2, 10.0)  # the server hears them
-        response = ros.call(client, request, timeout_s=60.0)
+        ros.spin_until(lambda seen=seen: len(states) > seen + 10, 10.0)
+        response = ros.call(client, request, timeout_s=60.0, resend=False)
     assert response.success and response.executed, response.message
 
     def error() -> float:

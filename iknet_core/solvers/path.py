@@ -51,7 +51,8 @@ _NULL_SPACE_DAMPING = 1e-9
 class PathResult:
     """Joint waypoints (T, n) rad with their FK errors (T,) m and (T,) rad and a status per
     waypoint (STATUS_NAMES); failed_at is the first waypoint not reached (None if all were),
-    reason says why. Waypoints from failed_at on are NaN."""
+    reason says why. Joints from failed_at on are NaN; the errors at failed_at are the nearest
+    miss, NaN after it. Orientation errors are NaN for a path of positions."""
 
     joints: np.ndarray
     position_errors: np.ndarray
@@ -97,6 +98,8 @@ def follow_path(
     failed_at = None if failed == count else int(failed)
     if failed_at is not None:
         joints[failed_at:] = np.nan
+    if settings.is_position_only:
+        errors[:, 1] = np.nan  # against no orientation: meaningless
     return PathResult(
         joints=joints,
         position_errors=errors[:, 0],
@@ -115,9 +118,10 @@ def time_stamps(
 ) -> np.ndarray:
     """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest.
 
-    Along the path's length s (the largest joint's travel), the speed is a trapezoid: up at
-    max_acceleration, at most max_velocity, down to rest at the end; a segment takes its length
-    over the mean of its ends' speeds. So no joint exceeds max_velocity, and the largest joint's
+    Along the path's length s (the largest joint's travel), the speed is a trapezoid over the
+    whole path: up at max_acceleration, at most max_velocity, down to rest at the end (a
+    triangle when the path is too short to reach max_velocity); each waypoint gets the time at
+    which the profile reaches it. So no joint exceeds max_velocity, and the largest joint's
     acceleration stays within max_acceleration along a smooth path (a sharp corner between
     segments is not slowed for).
     """
@@ -128,13 +132,25 @@ def time_stamps(
         )
     lengths = np.abs(np.diff(joints, axis=0)).max(-1) if len(joints) > 1 else np.zeros(0)
     along = np.concatenate([[0.0], np.cumsum(lengths)])
-    remaining = along[-1] - along
-    speed = np.minimum(
-        max_velocity, np.sqrt(2.0 * max_acceleration * np.minimum(along, remaining))
-    )
-    mean = 0.5 * (speed[1:] + speed[:-1])
-    durations = np.divide(lengths, mean, out=np.zeros_like(lengths), where=mean > 0.0)
-    return np.concatenate([[0.0], np.cumsum(np.maximum(durations, MIN_SEGMENT_S))])
+    total = along[-1]
+    stamps = np.zeros_like(along)
+    if total > 0.0:
+        # Rest to rest over the whole length: a trapezoid, or a triangle when it never cruises.
+        ramp = min(max_velocity**2 / (2.0 * max_acceleration), total / 2.0)  # to top speed
+        top = math.sqrt(2.0 * max_acceleration * ramp)
+        end = 2.0 * top / max_acceleration + (total - 2.0 * ramp) / top
+        stamps = np.where(
+            along <= ramp,
+            np.sqrt(2.0 * along / max_acceleration),
+            np.where(
+                along <= total - ramp,
+                top / max_acceleration + (along - ramp) / top,
+                end - np.sqrt(2.0 * np.maximum(total - along, 0.0) / max_acceleration),
+            ),
+        )
+    # Repeated waypoints still get increasing stamps: each at least MIN_SEGMENT_S after the last.
+    steps = MIN_SEGMENT_S * np.arange(len(stamps))
+    return np.maximum.accumulate(stamps - steps) + steps
 
 
 def smooth_joint_paths(
@@ -200,21 +216,23 @@ def _check_targets(
 
 
 def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
+    """Start joints inside the joints' reach, clamped into the software limits (a real arm may
+    rest a tick past a limit, and the path must keep to them)."""
     start = np.asarray(start, dtype=np.float64)
     if start.shape != (chain.n_joints,) or not np.isfinite(start).all():
         raise ValueError(
             f'start joints must be {chain.n_joints} finite values ({chain.joint_names}), '
             f'got {start}'
         )
-    low, high = joint_bounds(chain, 'limits')
+    low, high = joint_bounds(chain, 'reach')
     outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
     if len(outside):
         i = outside[0]
         raise ValueError(
-            f'start joint {chain.joint_names[i]} = {start[i]:.4f} rad is outside its limits '
+            f'start joint {chain.joint_names[i]} = {start[i]:.4f} rad is outside its reach '
             f'[{low[i]:.4f}, {high[i]:.4f}]'
         )
-    return np.clip(start, low, high)
+    return np.clip(start, *joint_bounds(chain, 'limits'))
 
 
 def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_step: float) -> str:
