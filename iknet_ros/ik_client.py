@@ -2,9 +2,10 @@
 
 The reference IKNet's inference script, done right: the server solves (and checks FK), the client
 prints every solution with its error, and `--move` sends the arm through the server's
-goal_task_space_path so the move is seeded with the arm's current joints. `--line A:B` asks for
-a straight path instead (the server's solve_path, from the arm's current joints), `--move` then
-moves the arm along it and `--plot` draws it. Exit code 0 on success.
+goal_task_space_path so the move is seeded with the arm's current joints. `--line A:B` or
+`--circle C:r` asks for a path instead (the server's solve_path, from the solution of its first
+waypoint nearest the arm's joints), `--move` then moves the arm along it and `--plot` draws it.
+Exit code 0 on success.
 """
 
 from __future__ import annotations
@@ -43,8 +44,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="instead of --x --y --z: a straight path x0,y0,z0:x1,y1,z1 (m) from the arm's "
         'current joints; positions only unless --pitch or a quaternion is given',
     )
-    parser.add_argument('--steps', type=int, default=100, help='waypoints of --line')
-    parser.add_argument('--plot', type=Path, help='with --line: draw the path and joints here')
+    parser.add_argument(
+        '--circle',
+        type=parse_circle,
+        help='instead of --x --y --z: a horizontal circle cx,cy,cz:r (m), one turn from '
+        '(cx + r, cy, cz); positions only unless --pitch or a quaternion is given',
+    )
+    parser.add_argument('--steps', type=int, default=100, help='waypoints of --line or --circle')
+    parser.add_argument(
+        '--plot', type=Path, help='with --line or --circle: draw the path and joints here'
+    )
     for axis in ('qx', 'qy', 'qz', 'qw'):
         parser.add_argument(f'--{axis}', type=float, help='target orientation quaternion')
     parser.add_argument(
@@ -76,16 +85,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error('give either --pitch or --qx --qy --qz --qw, not both')
     if any(given) and not all(given):
         parser.error('give --qx --qy --qz --qw (all four) or --pitch')
-    if args.line is None:
+    if args.line is not None and args.circle is not None:
+        parser.error('give --line or --circle, not both')
+    if not is_path(args):
         if None in (args.x, args.y, args.z):
-            parser.error('give --x --y --z, or --line')
+            parser.error('give --x --y --z, or --line or --circle')
         if args.pitch is None and not all(given):
             parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     elif args.steps < 2:
         parser.error(f'--steps must be at least 2, got {args.steps}')
     elif args.move and args.pitch is None and not all(given):
-        parser.error('--line --move needs --pitch or a quaternion, to send the arm to its start')
+        parser.error(
+            f'--{path_name(args)} --move needs --pitch or a quaternion, to send the arm to its '
+            'start'
+        )
     return args
+
+
+def is_path(args: argparse.Namespace) -> bool:
+    return args.line is not None or args.circle is not None
+
+
+def path_name(args: argparse.Namespace) -> str:
+    return 'line' if args.line is not None else 'circle'
+
+
+def parse_circle(text: str) -> np.ndarray:
+    """'cx,cy,cz:r' -> (4,) = centre (m), radius (m)."""
+    try:
+        centre, radius = text.split(':')
+        values = np.array([*(float(v) for v in centre.split(',')), float(radius)])
+    except ValueError:
+        values = np.zeros(0)
+    if values.shape != (4,) or not np.isfinite(values).all() or not values[3] > 0.0:
+        raise argparse.ArgumentTypeError(f'expected cx,cy,cz:r in metres (r > 0), got {text!r}')
+    return values
 
 
 def parse_line(text: str) -> np.ndarray:
@@ -178,10 +212,17 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
 
 
 def line_path(args: argparse.Namespace) -> np.ndarray:
-    """--line as (steps, 7) poses, or (steps, 3) positions when no orientation was given."""
-    positions = args.line[0] + np.linspace(0.0, 1.0, args.steps)[:, None] * np.diff(
-        args.line, axis=0
-    )
+    """--line or --circle as (steps, 7) poses, or (steps, 3) positions when no orientation was
+    given."""
+    fractions = np.linspace(0.0, 1.0, args.steps)
+    if args.line is not None:
+        positions = args.line[0] + fractions[:, None] * np.diff(args.line, axis=0)
+    else:
+        angles = 2.0 * np.pi * fractions
+        centre, radius = args.circle[:3], args.circle[3]
+        positions = centre + radius * np.stack(
+            [np.cos(angles), np.sin(angles), np.zeros_like(angles)], -1
+        )
     if args.pitch is not None:
         solver = OmxAnalyticIK(OMX_CHAIN)
         rotations = np.stack([solver.pointing_rotation(p, args.pitch) for p in positions])
@@ -208,7 +249,8 @@ def follow_line(node: Node, args: argparse.Namespace) -> bool:
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     if answer is None or not answer.success:
-        print(f"FAILED: the line's first waypoint: {answer.message if answer else 'no answer'}")
+        reason = answer.message if answer else 'no answer'
+        print(f"FAILED: the {path_name(args)}'s first waypoint: {reason}")
         return False
     start = answer.solutions[0]
     if args.move and not move_to(node, args, first, start):
@@ -226,7 +268,7 @@ def follow_line(node: Node, args: argparse.Namespace) -> bool:
     if response is None:
         return False
     outcome = 'success' if response.success else 'FAILED'
-    print(f'line of {args.steps} waypoints: {outcome}: {response.message}')
+    print(f'{path_name(args)} of {args.steps} waypoints: {outcome}: {response.message}')
     reached = np.array(response.position_errors)[: len(response.trajectory.points)]
     if len(reached):
         print(f'  {len(reached)} points, largest position error {reached.max() * 1e3:.4f} mm')
@@ -286,7 +328,7 @@ def move_to(node: Node, args: argparse.Namespace, pose, joints) -> bool:
     deadline = time.monotonic() + args.path_time + args.timeout
     while not arrived():
         if time.monotonic() > deadline:
-            print("error: the arm did not reach the line's first waypoint", file=sys.stderr)
+            print("error: the arm did not reach the path's first waypoint", file=sys.stderr)
             return False
     return True
 
@@ -335,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     rclpy.init()
     node = rclpy.create_node('ik_client')
     try:
-        if args.line is not None:
+        if is_path(args):
             return 0 if follow_line(node, args) else 1
         quaternion = target_quaternion(args)
         ok = solve(node, args, quaternion)

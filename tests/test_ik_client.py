@@ -80,3 +80,12 @@ def test_moving_along_a_line_of_positions_needs_an_orientation(ros_env):
     result = run_client(ros_env, '--line', '0.2,0,0.1:0.25,0,0.1', '--move')
     assert result.returncode == 2
     assert '--line --move needs --pitch or a quaternion' in result.stderr
+
+
+def test_the_arm_draws_a_circle(server, ros_env, tmp_path):
+    plot = tmp_path / 'circle.png'
+    circle = ('--circle', '0.2,0,0.1:0.04', '--steps', '60', '--pitch', '0.8')
+    result = run_client(ros_env, *circle, '--move', '--path-time', '1.0', '--plot', str(plot))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'circle of 60 waypoints: success' in result.stdout
+    assert plot.is_file()
