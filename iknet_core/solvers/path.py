@@ -178,8 +178,8 @@ def default_max_step(
     the path is position-only)."""
     if len(positions) < 2:
         return MIN_MAX_STEP
-    arrays = kernels.ChainArrays.from_chain(chain)
-    length = np.linalg.norm(arrays.joints[:, 0], axis=-1).sum() + np.linalg.norm(arrays.tip[0])
+    offsets = [joint.origin_xyz for joint in chain.joints] + [chain.tip_xyz]
+    length = np.linalg.norm(offsets, axis=-1).sum()  # the arm stretched out (m)
     spacing = np.linalg.norm(np.diff(positions, axis=0), axis=-1) / max(length, 1e-9)
     if not settings.is_position_only:
         spacing = spacing + rotation_angle_between(rotations[1:], rotations[:-1])
@@ -262,7 +262,7 @@ def _follow(
     n = start.shape[0]
     work = kernels.workspace(n)
     previous, before, trial = start.copy(), start.copy(), np.empty(n)
-    null_work = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty(n))
+    null_work = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty(n), np.empty(n))
     for t in range(positions.shape[0]):
         current = out[t]
         best_key = (2.0, np.inf)
@@ -316,7 +316,9 @@ def _solve_near(
     if n <= task_rows or not kernels.meets(position_error, orientation_error, settings):
         return position_error, orientation_error  # no null space, or nothing to keep
     jacobian = work[2]
-    normal, product, solution, saved = null_work
+    normal, product, solution, saved, goal = null_work
+    for i in range(n):
+        goal[i] = _null_space_goal(q, previous, bounds, i)
     kernels.pose_jacobian(q, joints, tip, work[0], work[1], jacobian)
     weight = settings.orientation_weight
     for k in range(3, 6):
@@ -326,7 +328,7 @@ def _solve_near(
     for k in range(6):
         value = 0.0
         for i in range(n):
-            value += jacobian[k, i] * _null_space_goal(q, previous, bounds, i)
+            value += jacobian[k, i] * goal[i]
         product[k] = value
         for m in range(k + 1):
             total = 0.0
@@ -340,7 +342,7 @@ def _solve_near(
         along = 0.0
         for k in range(6):
             along += jacobian[k, i] * solution[k]
-        q[i] += _null_space_goal(q, previous, bounds, i) - along
+        q[i] += goal[i] - along
     pulled_position_error, pulled_orientation_error, _, _ = kernels.levenberg_marquardt(
         q, position, rotation, joints, tip, bounds, settings, settings.max_iterations, False,
         work,
