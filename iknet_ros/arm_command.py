@@ -127,10 +127,8 @@ class TrajectoryCommander:
     ) -> tuple[bool, str]:
         if self._publisher.get_subscription_count() == 0:
             return False, f'nothing subscribes to {self._publisher.topic_name}'
-        seconds = int(path_time)
         point = JointTrajectoryPoint(
-            positions=[float(p) for p in positions],
-            time_from_start=Duration(sec=seconds, nanosec=int((path_time - seconds) * 1e9)),
+            positions=[float(p) for p in positions], time_from_start=duration_msg(path_time)
         )
         self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))
         return True, f'published on {self._publisher.topic_name}'
@@ -156,6 +154,12 @@ class NoCommander:
 
 def duration_s(duration: Duration) -> float:
     return duration.sec + duration.nanosec * 1e-9
+
+
+def duration_msg(seconds: float) -> Duration:
+    """seconds >= 0 as a builtin_interfaces Duration, to the nearest nanosecond."""
+    nanoseconds = round(seconds * 1e9)
+    return Duration(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
 
 
 def make_commander(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from rclpy.node import Node
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_ros.arm_command import duration_s
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.service_calls import call_with_resend, spin_until
 
@@ -211,7 +211,7 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     return bool(response.is_planned)
 
 
-def line_path(args: argparse.Namespace) -> np.ndarray:
+def shape_waypoints(args: argparse.Namespace) -> np.ndarray:
     """--line or --circle as (steps, 7) poses, or (steps, 3) positions when no orientation was
     given."""
     fractions = np.linspace(0.0, 1.0, args.steps)
@@ -233,12 +233,12 @@ def line_path(args: argparse.Namespace) -> np.ndarray:
     return positions
 
 
-def follow_line(node: Node, args: argparse.Namespace) -> bool:
-    """The line from the solution of its first waypoint nearest the arm's joints: the arm goes
-    there first (--move), then along the line."""
+def follow_shape(node: Node, args: argparse.Namespace) -> bool:
+    """--line or --circle from the solution of its first waypoint nearest the arm's joints: the
+    arm goes there first (--move), then along the path."""
     from iknet.srv import SolveIK, SolvePath
 
-    path = line_path(args)
+    path = shape_waypoints(args)
     first = waypoint_pose(path[0])
     request = SolveIK.Request(max_solutions=1, refine=True, position_only=path.shape[1] == 3)
     request.target.header.frame_id = args.frame
@@ -273,13 +273,14 @@ def follow_line(node: Node, args: argparse.Namespace) -> bool:
     if len(reached):
         print(f'  {len(reached)} points, largest position error {reached.max() * 1e3:.4f} mm')
     if args.plot is not None and response.trajectory.points:
-        plot_line(args.plot, path, response)
+        plot_path(args.plot, path, response)
         print(f'  wrote {args.plot}')
     return bool(response.success and (response.executed or not args.move))
 
 
-def joint_state(node: Node, timeout_s: float):
-    """The arm's next /joint_states message, or None when none comes within timeout_s."""
+def joint_state(node: Node, timeout_s: float, until=lambda state: True):
+    """The arm's latest /joint_states message once until(message) holds, or None when that does
+    not happen within timeout_s (one subscription for the whole wait)."""
     from sensor_msgs.msg import JointState
 
     latest: list[JointState] = []
@@ -287,12 +288,12 @@ def joint_state(node: Node, timeout_s: float):
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        spin_until(executor, lambda: bool(latest), timeout_s)
+        done = spin_until(executor, lambda: bool(latest) and until(latest[-1]), timeout_s)
     finally:
         executor.remove_node(node)
         executor.shutdown()
         node.destroy_subscription(subscription)
-    return latest[-1] if latest else None
+    return latest[-1] if done else None
 
 
 def waypoint_pose(waypoint: np.ndarray):
@@ -312,28 +313,24 @@ def move_to(node: Node, args: argparse.Namespace, pose, joints) -> bool:
     """Move the arm to a pose (goal_task_space_path, seeded by the server with the arm's joints,
     as the solution `joints` was) and wait until its joint states are there."""
     quaternion = [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w]
-    target = argparse.Namespace(**{**vars(args), 'x': pose.position.x, 'y': pose.position.y})
-    target.z = pose.position.z
-    if not move(node, target, quaternion):
+    p = pose.position
+    if not move(
+        node, argparse.Namespace(**{**vars(args), 'x': p.x, 'y': p.y, 'z': p.z}), quaternion
+    ):
         return False
     goal = dict(zip(joints.name, joints.position, strict=True))
 
-    def arrived() -> bool:
-        state = joint_state(node, 1.0)
-        if state is None:
-            return False
+    def arrived(state) -> bool:
         present = dict(zip(state.name, state.position, strict=False))
         return all(abs(present.get(name, np.inf) - v) < ARRIVED_RAD for name, v in goal.items())
 
-    deadline = time.monotonic() + args.path_time + args.timeout
-    while not arrived():
-        if time.monotonic() > deadline:
-            print("error: the arm did not reach the path's first waypoint", file=sys.stderr)
-            return False
+    if joint_state(node, args.path_time + args.timeout, arrived) is None:
+        print("error: the arm did not reach the path's first waypoint", file=sys.stderr)
+        return False
     return True
 
 
-def plot_line(path_file: Path, path: np.ndarray, response) -> None:
+def plot_path(path_file: Path, path: np.ndarray, response) -> None:
     """The target path's x, y, z against FK of the answer (drawn for the OM-X, whose chain the
     client knows), each waypoint's position error, and the joint curves in time."""
     import matplotlib
@@ -345,7 +342,7 @@ def plot_line(path_file: Path, path: np.ndarray, response) -> None:
 
     points = response.trajectory.points
     joints = np.array([point.positions for point in points])
-    stamps = [point.time_from_start.sec + point.time_from_start.nanosec * 1e-9 for point in points]
+    stamps = [duration_s(point.time_from_start) for point in points]
     figure, (positions, errors, curves) = plt.subplots(1, 3, figsize=(16, 4.5))
     reached = None
     if list(response.trajectory.joint_names) == OMX_CHAIN.joint_names:
@@ -378,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     node = rclpy.create_node('ik_client')
     try:
         if is_path(args):
-            return 0 if follow_line(node, args) else 1
+            return 0 if follow_shape(node, args) else 1
         quaternion = target_quaternion(args)
         ok = solve(node, args, quaternion)
         if ok and args.move:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from iknet.srv import SolvePath
@@ -18,6 +17,7 @@ from iknet_core.solvers.path import (
     time_stamps,
 )
 from iknet_core.solvers.settings import SolverSettings
+from iknet_ros.arm_command import duration_msg
 from iknet_ros.requests import RequestError, check_seed, check_target
 
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
@@ -33,7 +33,7 @@ def solve_path(
     current_joints: dict[str, float],
 ) -> SolvePath.Response:
     """The answer to one request; RequestError for a request that cannot be followed at all."""
-    targets = path_targets(request, base_frame, request.position_only)
+    targets = path_targets(request, base_frame)
     start = check_seed(request.start.name, request.start.position, chain.joint_names)
     try:  # the arm's latest joint states, when they hold every chain joint
         present = check_seed(
@@ -73,9 +73,9 @@ def solve_path(
     response.trajectory.header.frame_id = base_frame
     response.trajectory.joint_names = list(chain.joint_names)
     for joints, seconds in zip(reached, stamps, strict=True):
-        nanoseconds = round(seconds * 1e9)
-        point = JointTrajectoryPoint(positions=joints.tolist())
-        point.time_from_start = Duration(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
+        point = JointTrajectoryPoint(
+            positions=joints.tolist(), time_from_start=duration_msg(seconds)
+        )
         response.trajectory.points.append(point)
     response.position_errors = result.position_errors.tolist()
     response.orientation_errors = result.orientation_errors.tolist()
@@ -87,9 +87,10 @@ def solve_path(
     return response
 
 
-def path_targets(request: SolvePath.Request, base_frame: str, position_only: bool) -> np.ndarray:
+def path_targets(request: SolvePath.Request, base_frame: str) -> np.ndarray:
     """The path as (T, 7) = x, y, z, qx, qy, qz, qw, each pose checked as SolveIK's target, or
-    positions (T, 3) alone (their orientations unchecked) when position_only."""
+    positions (T, 3) alone (their orientations unchecked) for a position_only request."""
+    position_only = request.position_only
     poses = request.path.poses
     if not poses:
         raise RequestError('the path is empty')
