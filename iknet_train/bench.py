@@ -147,14 +147,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f'iknet-bench: error: {error}', file=sys.stderr)
         return 1
-    markdown = format_markdown(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / 'bench.json').write_text(json.dumps(report, indent=2) + '\n')
-    (args.out / 'bench.md').write_text(markdown)
-    plot_bench(args.out / 'bench.png', report, errors)
-    print(markdown)
-    print(f'wrote {", ".join(str(args.out / name) for name in REPORT_NAMES)}')
+    write_report(
+        args.out, REPORT_NAMES, report, format_markdown(report),
+        lambda path: plot_bench(path, report, errors),
+    )  # fmt: skip
     return 0
+
+
+def write_report(
+    out: Path, names: tuple[str, str, str], report: dict, markdown: str, plot
+) -> None:
+    """A benchmark's report as names = (json, markdown, plot) files in out, the markdown also
+    printed; plot(path) draws the figure."""
+    out.mkdir(parents=True, exist_ok=True)
+    json_name, markdown_name, plot_name = names
+    (out / json_name).write_text(json.dumps(report, indent=2) + '\n')
+    (out / markdown_name).write_text(markdown)
+    plot(out / plot_name)
+    print(markdown)
+    print(f'wrote {", ".join(str(out / name) for name in names)}')
 
 
 def one_thread() -> None:

@@ -9,7 +9,6 @@ waypoints per second on one thread. Writes path_bench.json, path_bench.md and pa
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from iknet_core.metrics import pose_errors
 from iknet_core.solvers.path import default_max_step, follow_path, smooth_joint_paths
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
-from iknet_train.bench import machine, one_thread
+from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 
 REPORT_NAMES = ('path_bench.json', 'path_bench.md', 'path_bench.png')
@@ -78,24 +77,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         print(f'iknet-path-bench: error: {error}', file=sys.stderr)
         return 1
-    markdown = format_markdown(report)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / 'path_bench.json').write_text(json.dumps(report, indent=2) + '\n')
-    (args.out / 'path_bench.md').write_text(markdown)
-    plot_path_bench(args.out / 'path_bench.png', report)
-    print(markdown)
-    print(f'wrote {", ".join(str(args.out / name) for name in REPORT_NAMES)}')
+    write_report(
+        args.out, REPORT_NAMES, report, format_markdown(report),
+        lambda path: plot_path_bench(path, report),
+    )  # fmt: skip
     return 0
 
 
 def run(args: argparse.Namespace) -> dict:
     tolerance = Tolerance(args.position_tolerance, args.orientation_tolerance)
     settings = SolverSettings(tolerance=tolerance)
-    report = {'paths': args.paths, 'waypoints': args.waypoints, 'seed': args.seed}
-    report |= {
-        'tolerance': {'position_m': tolerance.position, 'orientation_rad': tolerance.orientation}
+    report = {
+        'paths': args.paths,
+        'waypoints': args.waypoints,
+        'seed': args.seed,
+        'tolerance': {'position_m': tolerance.position, 'orientation_rad': tolerance.orientation},
+        'arms': {},
+        'skipped': {},
     }
-    report['arms'], report['skipped'] = {}, {}
     peers = [peer for peer in args.peers if is_installed(peer)]
     for peer in sorted(set(args.peers) - set(peers)):
         report['skipped'][peer] = f'{PEER_PACKAGES[peer][1]} is not installed'
