@@ -244,10 +244,12 @@ def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_s
             f'waypoint {failed_at} is reached only by a joint step above {max_step:.3g} rad: a '
             'branch change or a turn through a singularity'
         )
+    # A path of positions has no orientation error to report (NaN).
+    angle = '' if math.isnan(orientation_error) else f', {math.degrees(orientation_error):.3g} deg'
     return (
         f'waypoint {failed_at} is not reached from the previous one (nearest: '
-        f'{position_error * 1e3:.3g} mm, {math.degrees(orientation_error):.3g} deg): out of '
-        'reach, outside the limits, or reachable only on another branch'
+        f'{position_error * 1e3:.3g} mm{angle}): out of reach, outside the limits, or reachable '
+        'only on another branch'
     )
 
 
