@@ -1,4 +1,6 @@
+import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from iknet_core.solvers import (
     Tolerance,
     constant_proposer,
 )
-from iknet_core.solvers.policy import BranchPolicy
+from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
 STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
@@ -133,6 +135,56 @@ def test_ranking_prefers_tolerance_then_limits_then_the_seed():
         failed = POLICY.select(joints, misses, zero, seed=seed, max_solutions=4)
         assert not failed.success
         assert np.array_equal(failed.joints, joints[[1, 2, 3, 0]])
+
+
+# Every joint turns twice around (a UR-style arm): 3**4 whole-turn variants per candidate.
+TURNING_CHAIN = replace(
+    OMX_CHAIN,
+    joints=tuple(
+        replace(
+            joint,
+            limits=(-2 * math.pi + 1.0, 2 * math.pi - 1.0),
+            reach=(-2 * math.pi, 2 * math.pi),
+        )
+        for joint in OMX_CHAIN.joints
+    ),
+)
+
+
+@pytest.mark.parametrize('chain', [OMX_CHAIN, TURNING_CHAIN], ids=['omx', 'turning'])
+def test_one_solution_is_the_first_of_every_whole_turn_variant(chain):
+    """For one solution the policy picks each candidate's best variant joint by joint; it must
+    be the one that ranking every variant puts first."""
+    policy = BranchPolicy(chain, SolverSettings(tolerance=EXACT))
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        k = int(rng.integers(1, 4))
+        joints = rng.uniform(-8.0, 8.0, (k, 4))
+        joints[:, 1:] *= 0.2 if chain is OMX_CHAIN else 1.0
+        errors = np.where(rng.random((2, k)) < 0.7, 0.0, rng.uniform(0.0, 1e-2, (2, k)))
+        seed = None if rng.random() < 0.3 else rng.uniform(-6.0, 6.0, 4)
+        one = policy.select(joints, *errors, seed=seed, max_solutions=1)
+        every = policy.select(joints, *errors, seed=seed, max_solutions=3)
+        assert np.array_equal(one.joints, every.joints[:1])
+        assert one.within_limits[0] == every.within_limits[0]
+        assert one.meets_tolerance[0] == every.meets_tolerance[0]
+
+
+def test_the_twin_nearest_the_seed_wins_however_the_distance_rounds():
+    """Twins are equally far from the seed on the circle; the plain travel decides, not how
+    the wrapped distance happens to round for each."""
+    policy = BranchPolicy(TURNING_CHAIN, SolverSettings(tolerance=EXACT))
+    low, high = joint_bounds(TURNING_CHAIN, 'limits')
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        joints = rng.uniform(-3.0, 3.0, (1, 4))
+        seed = rng.uniform(-6.0, 6.0, 4)
+        twins = joints + 2 * math.pi * np.array(list(itertools.product((-1, 0, 1), repeat=4)))
+        inside = twins[((twins >= low) & (twins <= high)).all(1)]
+        nearest = np.linalg.norm(inside - seed, axis=1).min()
+        for count in (1, 3):
+            best = policy.select(joints, np.zeros(1), np.zeros(1), seed=seed, max_solutions=count)
+            assert np.linalg.norm(best.joints[0] - seed) == pytest.approx(nearest, abs=1e-9)
 
 
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
