@@ -95,7 +95,8 @@ def _rotate(r, vector):
 
 @njit(cache=True)
 def pose_jacobian(q, joints, tip, position, rotation, jacobian):
-    """Tip pose and geometric Jacobian of q (n,) into position (3,), rotation (3, 3), (6, n)."""
+    """Tip pose and geometric Jacobian of q (n,) into position (3,), rotation (3, 3), (6, n);
+    jacobian None: the pose alone (numba prunes the Jacobian's code for that type)."""
     r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     px = py = pz = 0.0
     for i in range(q.shape[0]):
@@ -105,8 +106,9 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
         r = _times_rows(r, frame, 2)
         ax, ay, az = frame[1, 0], frame[1, 1], frame[1, 2]
         # Joint origin and world axis; the linear rows need the tip, so they are finished below.
-        jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
-        jacobian[3, i], jacobian[4, i], jacobian[5, i] = _rotate(r, frame[1])
+        if jacobian is not None:
+            jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
+            jacobian[3, i], jacobian[4, i], jacobian[5, i] = _rotate(r, frame[1])
         # Rodrigues: c I + s [a]x + (1 - c) a a^T.
         s, c = math.sin(q[i]), math.cos(q[i])
         t = 1.0 - c
@@ -128,6 +130,8 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
     position[0], position[1], position[2] = px, py, pz
     for k in range(9):
         rotation[k // 3, k % 3] = r[k]
+    if jacobian is None:
+        return
     for i in range(q.shape[0]):
         dx = px - jacobian[0, i]
         dy = py - jacobian[1, i]
@@ -443,11 +447,10 @@ def pose_jacobian_batch(q, joints, tip, positions, rotations, jacobians):
 @njit(cache=True)
 def pose_error(q, target_position, target_rotation, joints, tip):
     """Position (m) and orientation (rad) error of FK(q (n,)) against one target."""
-    # One scratch allocation, viewed as the four buffers: allocations dominate a cold call.
-    n = q.shape[0]
-    scratch = np.empty(18 + 6 * n)
+    # One scratch allocation, viewed as the three buffers: allocations dominate a cold call.
+    scratch = np.empty(18)
     position, rotation, residual = scratch[:3], scratch[3:12].reshape((3, 3)), scratch[12:18]
-    pose_jacobian(q, joints, tip, position, rotation, scratch[18:].reshape((6, n)))
+    pose_jacobian(q, joints, tip, position, rotation, None)
     return _residual(position, rotation, target_position, target_rotation, 1.0, residual)
 
 
@@ -460,7 +463,7 @@ def pose_errors_batch(q, target_positions, target_rotations, joints, tip, errors
         )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def closest_hypotheses(hypotheses, positions, rotations, joints, tip, reach, weight, closest):
     """closest (B,): per pose, the hypothesis of (B, K, n) whose FK is nearest its target
     (position m + weight * orientation rad); those outside reach (2, n) = low, high come after

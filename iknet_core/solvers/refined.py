@@ -9,6 +9,7 @@ from numba import njit
 
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
+from iknet_core.solvers.parallel import run_in_blocks
 from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Solutions
@@ -200,18 +201,23 @@ class RefinedSolver:
     ) -> np.ndarray:
         """Index (B,) of the hypothesis (B, K, n) whose FK is nearest its target, those the
         arm can take first (refinement would clamp the others into the reach)."""
+        hypotheses = np.ascontiguousarray(hypotheses)
         closest = np.empty(len(hypotheses), dtype=np.int64)
         arrays = self.refiner.compiled.arrays
-        kernels.closest_hypotheses(
-            np.ascontiguousarray(hypotheses),
-            positions,
-            rotations,
-            arrays.joints,
-            arrays.tip,
-            self.policy.reach_bounds,
-            self.refiner.orientation_weight,
-            closest,
-        )
+
+        def closest_rows(rows: slice) -> None:  # as many FK calls as a few LM iterations
+            kernels.closest_hypotheses(
+                hypotheses[rows],
+                positions[rows],
+                rotations[rows],
+                arrays.joints,
+                arrays.tip,
+                self.policy.reach_bounds,
+                self.refiner.orientation_weight,
+                closest[rows],
+            )
+
+        run_in_blocks(len(hypotheses), self.refiner.settings.batch_threads, closest_rows)
         return closest
 
     def _weighted_error(
