@@ -17,7 +17,7 @@ from iknet_core.solvers.path import (
     time_stamps,
 )
 from iknet_core.solvers.settings import SolverSettings
-from iknet_ros.arm_command import duration_msg
+from iknet_ros.arm_command import duration_msg, duration_s
 from iknet_ros.requests import RequestError, check_seed, check_target
 
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
@@ -33,7 +33,7 @@ def solve_path(
     current_joints: dict[str, float],
 ) -> SolvePath.Response:
     """The answer to one request; RequestError for a request that cannot be followed at all."""
-    targets = path_targets(request, base_frame)
+    targets, times = path_targets(request, base_frame)
     start = check_seed(request.start.name, request.start.position, chain.joint_names)
     try:  # the arm's latest joint states, when they hold every chain joint
         present = check_seed(
@@ -67,7 +67,12 @@ def solve_path(
     except ValueError as error:
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
-    stamps = time_stamps(np.concatenate([start[None], reached]), *limits)[1:]
+    if times is None:
+        stamps = time_stamps(np.concatenate([start[None], reached]), *limits)[1:]
+    else:
+        stamps = times[: len(reached)]
+        if request.max_velocity:
+            check_speed(np.concatenate([start[None], reached]), stamps, request.max_velocity)
     response = SolvePath.Response(success=result.success)
     response.failed_at = -1 if result.failed_at is None else result.failed_at
     response.trajectory.header.frame_id = base_frame
@@ -79,31 +84,75 @@ def solve_path(
         response.trajectory.points.append(point)
     response.position_errors = result.position_errors.tolist()
     response.orientation_errors = result.orientation_errors.tolist()
+    timing = 'at the limits' if times is None else "on the path's times"
     response.message = (
-        f'{len(targets)} waypoints reached, {stamps[-1]:.3g} s at the limits'
+        f'{len(targets)} waypoints reached, {stamps[-1]:.3g} s {timing}'
         if result.success
         else result.reason
     )
     return response
 
 
-def path_targets(request: SolvePath.Request, base_frame: str) -> np.ndarray:
+def path_targets(
+    request: SolvePath.Request, base_frame: str
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The path as (T, 7) = x, y, z, qx, qy, qz, qw, each pose checked as SolveIK's target, or
-    positions (T, 3) alone (their orientations unchecked) for a position_only request."""
-    position_only = request.position_only
-    poses = request.path.poses
+    positions (T, 3) alone (their orientations unchecked) for a position_only request; and a
+    timed_path's times (T,) s after the start, None when it has none."""
+    if request.path.poses and request.timed_path.poses:
+        raise RequestError('give one of path and timed_path, not both')
+    timed = bool(request.timed_path.poses)
+    frame = (request.timed_path if timed else request.path).header.frame_id
+    poses = [stamped.pose for stamped in request.timed_path.poses] if timed else request.path.poses
     if not poses:
         raise RequestError('the path is empty')
+    if timed:
+        for index, stamped in enumerate(request.timed_path.poses):
+            if stamped.header.frame_id not in ('', frame):
+                raise RequestError(
+                    f"waypoint {index}: frame {stamped.header.frame_id!r} is not the path's "
+                    f'{frame!r}'
+                )
+    position_only = request.position_only
     targets = []
     for index, pose in enumerate(poses):
         p, o = pose.position, pose.orientation
         quaternion = (0.0, 0.0, 0.0, 1.0) if position_only else (o.x, o.y, o.z, o.w)
         try:
-            target = check_target(
-                [p.x, p.y, p.z], quaternion, request.path.header.frame_id, base_frame
-            )
+            target = check_target([p.x, p.y, p.z], quaternion, frame, base_frame)
         except RequestError as error:
             raise RequestError(f'waypoint {index}: {error}') from error
         targets.append(np.concatenate([target.position, target.quaternion]))
     targets = np.array(targets)
-    return targets[:, :3] if position_only else targets
+    return targets[:, :3] if position_only else targets, path_times(request) if timed else None
+
+
+def path_times(request: SolvePath.Request) -> np.ndarray | None:
+    """A timed_path's waypoint times (T,) s after its header stamp (the start joints); None when
+    every stamp is zero; RequestError unless they increase from the header's."""
+    start = duration_s(request.timed_path.header.stamp)
+    stamps = np.array([duration_s(pose.header.stamp) for pose in request.timed_path.poses])
+    if start == 0.0 and not stamps.any():
+        return None
+    previous = start
+    for index, stamp in enumerate(stamps):
+        if not stamp > previous:
+            before = 'the header stamp (the start)' if index == 0 else f'waypoint {index - 1}'
+            raise RequestError(
+                f'timed_path: the times must increase, and waypoint {index} at {stamp:.9f} s '
+                f'does not come after {before} at {previous:.9f} s'
+            )
+        previous = stamp
+    return stamps - start
+
+
+def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float) -> None:
+    """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
+    joint faster than max_velocity (rad/s) between two of them."""
+    speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
+    index, joint = np.unravel_index(np.argmax(speeds), speeds.shape)
+    if speeds[index, joint] > max_velocity:
+        raise RequestError(
+            f'timed_path: its times need joint {joint + 1} at {speeds[index, joint]:.3g} rad/s '
+            f'before waypoint {index}, above max_velocity {max_velocity:g} rad/s'
+        )

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from sensor_msgs.msg import JointState
@@ -209,27 +210,8 @@ def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, 
     assert 'nobody/goal_joint_space_path is not available' in (tmp_path / 'server.log').read_text()
 
 
-def fill_message(message, values: dict):
-    """What `ros2 service call` does with its YAML argument (rosidl_runtime_py is not on PyPI)."""
-    for name, value in values.items():
-        assert hasattr(message, name), f'{type(message).__name__} has no field {name!r}'
-        if isinstance(value, dict):
-            fill_message(getattr(message, name), value)
-        else:
-            setattr(message, name, value)
-    return message
-
-
 def test_the_readme_service_call_is_answered(ros, solve_client):
-    import shlex
-
-    import yaml
-
-    readme = (Path(__file__).parent.parent / 'README.md').read_text()
-    start = readme.index('ros2 service call /ik_server/solve_ik')
-    command = shlex.split(readme[start : readme.index('```', start)].replace('\\\n', ' '))
-    assert command[3:5] == ['/ik_server/solve_ik', 'iknet/srv/SolveIK'], command
-    request = fill_message(SolveIK.Request(), yaml.safe_load(command[5]))
+    (request,) = readme_service_calls('/ik_server/solve_ik', SolveIK)
     response = ros.call(solve_client, request)
     assert response.success, response.message
     assert 1 <= len(response.solutions) <= request.max_solutions

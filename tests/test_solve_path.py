@@ -5,11 +5,13 @@ import time
 
 import numpy as np
 import pytest
-from geometry_msgs.msg import Pose
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose, PoseStamped
+from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from sensor_msgs.msg import JointState
 
-from iknet.srv import SolvePath
+from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.resources import installed_executable as executable
@@ -41,6 +43,19 @@ def path_request(poses: np.ndarray, start: np.ndarray | None, frame: str = 'worl
         request.path.poses.append(message)
     if start is not None:
         request.start = JointState(name=OMX_CHAIN.joint_names, position=start.tolist())
+    return request
+
+
+def to_timed(request, times, keep_path: bool = False):
+    """The request's path moved to timed_path, waypoint i at times[i] s after a start at 100 s."""
+    request.timed_path.header.frame_id = request.path.header.frame_id
+    request.timed_path.header.stamp = Time(sec=100)
+    for pose, seconds in zip(request.path.poses, times, strict=True):
+        stamped = PoseStamped(pose=pose)
+        stamped.header.stamp = Time(sec=100 + int(seconds), nanosec=round(seconds % 1 * 1e9))
+        request.timed_path.poses.append(stamped)
+    if not keep_path:
+        request.path.poses = []
     return request
 
 
@@ -95,7 +110,65 @@ BAD = {
         'outside its reach',
     ),
     'negative speed': (lambda r: setattr(r, 'max_velocity', -1.0), 'max_velocity'),
+    'non-increasing times': (
+        lambda r: to_timed(r, [1.0, 2.0, 2.0, 3.0, 4.0]),
+        'waypoint 2 at 102.000000000 s does not come after waypoint 1',
+    ),
+    'first time at the start': (
+        lambda r: to_timed(r, [0.0, 1.0, 2.0, 3.0, 4.0]),
+        'does not come after the header stamp',
+    ),
+    'times too fast': (
+        lambda r: to_timed(r, [1e-3, 2e-3, 3e-3, 4e-3, 5e-3]),
+        'above max_velocity',
+    ),
+    'path and timed_path': (
+        lambda r: to_timed(r, [1.0, 2.0, 3.0, 4.0, 5.0], keep_path=True),
+        'one of path and timed_path',
+    ),
+    'waypoint in another frame': (
+        lambda r: setattr(
+            to_timed(r, [1, 2, 3, 4, 5]).timed_path.poses[3].header, 'frame_id', 'cam'
+        ),
+        "waypoint 3: frame 'cam' is not the path's 'world'",
+    ),
 }
+
+
+def test_a_timed_path_keeps_its_own_times(ros, client):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=20, seed=8)[0]
+    times = 2.0 + 0.25 * np.arange(20)
+    request = to_timed(path_request(pose_from_joints(OMX_CHAIN, curve), curve[0]), times)
+    request.max_velocity = 0.0  # the path's own times, whatever speed they need
+    response = ros.call(client, request, timeout_s=60.0)
+    assert response.success, response.message
+    assert "on the path's times" in response.message
+    got = [seconds(point) for point in response.trajectory.points]
+    assert got == pytest.approx(times, abs=1e-9)
+    # All stamps zero: timed at the limits, as a PoseArray path.
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+    request = to_timed(request, np.zeros(20))
+    request.timed_path.header.stamp = Time()
+    for stamped in request.timed_path.poses:
+        stamped.header.stamp = Time()
+    untimed = ros.call(client, request, timeout_s=60.0)
+    assert untimed.success and 'at the limits' in untimed.message
+
+
+def test_the_readme_path_calls_are_answered(ros, client):
+    poses_only, timed = readme_service_calls('/ik_server/solve_path', SolvePath)
+    # Both start where the arm reaches the first waypoint, as ik_client --line does.
+    solve = ros.node('path_start').create_client(SolveIK, '/ik_server/solve_ik')
+    first = SolveIK.Request(position_only=True)
+    first.target.header.frame_id = 'world'
+    first.target.pose = poses_only.path.poses[0]
+    (start,) = ros.call(solve, first).solutions
+    for request in (poses_only, timed):
+        request.start = start
+        response = ros.call(client, request, timeout_s=60.0)
+        assert response.success, response.message
+        assert len(response.trajectory.points) == 2
+    assert [seconds(point) for point in response.trajectory.points] == [1.0, 2.0]
 
 
 @pytest.mark.parametrize('case', list(BAD))
