@@ -241,9 +241,160 @@ class MultiHypothesisIKNet(IKNetwork):
         return (joints - self.joint_center) / self.joint_scale
 
 
+@dataclass
+class MixtureConfig:
+    """Many solutions per pose: joint by joint, a Gaussian mixture over the angle conditioned on
+    the pose and on the joints sampled before it (the sequential model of the "Neural Inverse
+    Kinematics" paper, with one small MLP per joint where the paper has a hypernetwork)."""
+
+    n_joints: int = 4
+    width: int = 256
+    n_blocks: int = 2
+    head_width: int = 128
+    n_components: int = 8
+    # What forward() proposes to the refinement: this many samples, std scaled by temperature.
+    n_hypotheses: int = 16
+    temperature: float = 0.5
+    position_only: bool = False
+    tool_frame_features: bool = True
+    # Component means stay on center +- half_range (rad) per joint; empty: +- pi.
+    joint_centers: tuple[float, ...] = ()
+    joint_half_ranges: tuple[float, ...] = ()
+
+
+def joint_ranges(low: Sequence[float], high: Sequence[float]) -> dict[str, list[float]]:
+    """MixtureConfig fields keeping every component mean in [low, high] (rad): unlike the
+    K-head network's circles, a mixture describes a joint beyond a turn (UR5's +-2 pi) as it is."""
+    return {
+        'joint_centers': [0.5 * (a + b) for a, b in zip(low, high, strict=True)],
+        'joint_half_ranges': [0.5 * (b - a) for a, b in zip(low, high, strict=True)],
+    }
+
+
+# Smallest and largest component std (rad): below ~1e-4 rad the likelihood rewards collapse.
+MIXTURE_LOG_STD = (math.log(1e-4), math.log(1.0))
+
+
+class MixtureIKNet(IKNetwork):
+    """Pose in, a distribution over joints out: `sample(poses, count)`; `log_likelihood` trains
+    it on (pose, joints) pairs with teacher forcing."""
+
+    config_class = MixtureConfig
+    float32_buffers = (*IKNetwork.float32_buffers, 'joint_center', 'joint_half_range')
+
+    def __init__(self, config: MixtureConfig) -> None:
+        features = 3 if config.position_only else 12 if config.tool_frame_features else 9
+        super().__init__(features)
+        self.config = config
+        n, width = config.n_joints, config.width
+        self.stem = nn.Linear(self.n_features, width)
+        self.blocks = nn.Sequential(*(ResidualBlock(width) for _ in range(config.n_blocks)))
+        self.norm = nn.LayerNorm(width)
+        # Head j sees the pose embedding and (cos, sin) of joints 0..j-1.
+        self.heads = nn.ModuleList(
+            nn.Sequential(
+                nn.Linear(width + 2 * j, config.head_width),
+                nn.SiLU(),
+                nn.Linear(config.head_width, config.head_width),
+                nn.SiLU(),
+                nn.Linear(config.head_width, 3 * config.n_components),
+            )
+            for j in range(n)
+        )
+        centers = config.joint_centers or (0.0,) * n
+        half_ranges = config.joint_half_ranges or (math.pi,) * n
+        if not len(centers) == len(half_ranges) == n:
+            raise ValueError(
+                f'joint_centers and joint_half_ranges need {n} values each, got '
+                f'{len(centers)} and {len(half_ranges)}'
+            )
+        if not all(h > 0.0 for h in half_ranges):
+            raise ValueError(f'joint_half_ranges must be > 0, got {half_ranges}')
+        self.register_buffer('joint_center', torch.tensor(centers), persistent=False)
+        self.register_buffer('joint_half_range', torch.tensor(half_ranges), persistent=False)
+
+    @property
+    def n_hypotheses(self) -> int:
+        return self.config.n_hypotheses
+
+    def features(self, poses: torch.Tensor) -> torch.Tensor:
+        if self.config.position_only:
+            check_poses(poses)
+            return poses[:, :3]
+        return pose_features(poses, self.config.tool_frame_features)
+
+    def trunk(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, n_features) normalized -> (B, width) pose embedding."""
+        return nn.functional.silu(self.norm(self.blocks(self.stem(features))))
+
+    def mixture(
+        self, embedding: torch.Tensor, previous: torch.Tensor, joint: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Joint `joint`'s mixture given the embedding (B, width) and (cos, sin) of the joints
+        before it (B, 2 * joint): log weights, means (rad), log stds, each (B, M)."""
+        raw = self.heads[joint](torch.cat([embedding, previous], -1))
+        logits, means, log_stds = raw.float().chunk(3, -1)
+        means = self.joint_center[joint] + self.joint_half_range[joint] * torch.tanh(means)
+        return logits.log_softmax(-1), means, log_stds.clamp(*MIXTURE_LOG_STD)
+
+    def log_likelihood(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
+        """log p(joints (B, n) | poses (B, 7)) (B,), every joint's term at once (teacher
+        forcing: each head sees the true joints before its own)."""
+        embedding = self.trunk(self.normalized_features(poses))
+        previous = angle_features(joints)
+        total = torch.zeros(len(poses), device=poses.device)
+        for j in range(self.config.n_joints):
+            log_weights, means, log_stds = self.mixture(embedding, previous[:, : 2 * j], j)
+            z = (joints[:, j : j + 1] - means) * torch.exp(-log_stds)
+            log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
+            total = total + torch.logsumexp(log_weights + log_normal, -1)
+        return total
+
+    def sample(
+        self,
+        poses: torch.Tensor,
+        count: int,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """count joint vectors per pose: (B, 7) -> (B, count, n) rad, joint after joint; the
+        components' stds are scaled by temperature (0: their means), so a lower one trades
+        diversity for accuracy. Deterministic for a seeded generator."""
+        if count < 1 or not temperature >= 0.0:
+            raise ValueError(f'need count >= 1 and temperature >= 0, got {count}, {temperature}')
+        embedding = self.trunk(self.normalized_features(poses)).repeat_interleave(count, 0)
+        joints = torch.empty(len(embedding), self.config.n_joints, device=poses.device)
+        previous = embedding.new_zeros(len(embedding), 0)
+        for j in range(self.config.n_joints):
+            log_weights, means, log_stds = self.mixture(embedding, previous, j)
+            noise = torch.rand(log_weights.shape, generator=generator, device=poses.device)
+            # Gumbel-max picks a component with probability its weight.
+            component = (log_weights - torch.log(-torch.log(noise.clamp_min(1e-12)))).argmax(-1)
+            pick = component[:, None]
+            std = torch.exp(log_stds.gather(1, pick))[:, 0]
+            normal = torch.randn(len(embedding), generator=generator, device=poses.device)
+            joints[:, j] = means.gather(1, pick)[:, 0] + temperature * std * normal
+            previous = torch.cat([previous, angle_features(joints[:, j : j + 1])], -1)
+        return joints.view(len(poses), count, self.config.n_joints)
+
+    def forward(self, poses: torch.Tensor) -> torch.Tensor:
+        """The proposal for refinement: n_hypotheses samples at the config's temperature,
+        the same for the same poses (a fixed generator)."""
+        generator = torch.Generator(device=poses.device).manual_seed(0)
+        return self.sample(
+            poses, self.config.n_hypotheses, self.config.temperature, generator=generator
+        )
+
+
+def angle_features(joints: torch.Tensor) -> torch.Tensor:
+    """(B, k) rad -> (B, 2k) as (cos, sin) per joint: a turn more or less is the same arm."""
+    return torch.stack([joints.cos(), joints.sin()], -1).flatten(1)
+
+
 MODELS: dict[str, type[IKNetwork]] = {
     'iknet': MultiHypothesisIKNet,
     'reference': ReferenceIKNet,
+    'mixture': MixtureIKNet,
 }
 DEFAULT_MODEL_TYPE = 'iknet'
 

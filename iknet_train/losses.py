@@ -14,7 +14,7 @@ import torch
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.kinematics.transforms import matrix_from_quaternion
-from iknet_core.networks import IKNetwork, MultiHypothesisIKNet
+from iknet_core.networks import IKNetwork, MixtureIKNet, MultiHypothesisIKNet
 
 # Position error is measured in units of this length (m): 1 mm then weighs like 10 mrad of
 # orientation error, roughly the tip displacement of a joint error at the arm's reach.
@@ -85,10 +85,30 @@ def reference_loss(
     return loss, {'position_mm': position_error * 1000.0}
 
 
+def mixture_loss(
+    model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
+) -> tuple[torch.Tensor, Figures]:
+    """Negative log-likelihood of the recorded joints (nats per pose); the figure is FK's
+    position error of one sample per pose at the model's temperature."""
+    if not isinstance(model, MixtureIKNet):
+        raise ValueError(f'mixture_loss needs a MixtureIKNet, got {type(model)}')
+    loss = -model.log_likelihood(poses, joints).mean()
+    with torch.no_grad(), full_precision(poses):
+        generator = torch.Generator(device=poses.device).manual_seed(0)
+        sample = model.sample(poses, 1, model.config.temperature, generator)[:, 0]
+        position, _ = forward_kinematics(chain, sample.float())
+        position_error = (position - poses[:, :3]).norm(dim=-1)
+    return loss, {'position_mm': position_error * 1000.0}
+
+
 def full_precision(like: torch.Tensor) -> torch.autocast:
     """Mixed precision off: FK for millimetre errors needs float32 even when the network's
     forward pass runs in float16 or bfloat16 (`iknet-train --amp`)."""
     return torch.autocast(like.device.type, enabled=False)
 
 
-LOSSES: dict[str, Loss] = {'iknet': multi_hypothesis_loss, 'reference': reference_loss}
+LOSSES: dict[str, Loss] = {
+    'iknet': multi_hypothesis_loss,
+    'reference': reference_loss,
+    'mixture': mixture_loss,
+}

@@ -33,6 +33,7 @@ from iknet_core.networks import (
     MultiHypothesisIKNet,
     build_model,
     joint_arcs,
+    joint_ranges,
 )
 from iknet_core.resources import TRAIN_DATA
 from iknet_core.solvers.policy import joint_bounds
@@ -76,6 +77,9 @@ TRAIN_DEFAULTS = {
     'reference': TrainDefaults(
         lr=0.01, batch_size=10000, epochs=100, patience=3, check_epochs=3, schedule='constant'
     ),
+    'mixture': TrainDefaults(
+        lr=2e-3, batch_size=1024, epochs=50, patience=10, check_epochs=1, schedule='onecycle'
+    ),
 }
 AMP_MODES = ('off', 'bf16', 'fp16')
 AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
@@ -88,13 +92,19 @@ FINE_TUNE_DEFAULTS = TrainDefaults(
 DEFAULT_SYNTHETIC = 400_000
 
 
-def output_arcs(chain: Chain, joints: np.ndarray) -> dict[str, list[float]]:
-    """The iknet model's output arcs: each joint's reach, widened to the training joints (B, n)
-    where they go beyond it, so every hypothesis stays where the arm can be."""
+def covered_ranges(chain: Chain, joints: np.ndarray) -> tuple[list[float], list[float]]:
+    """Each joint's reach (rad), widened to the training joints (B, n) where they go beyond it:
+    where a model's outputs must be able to go."""
     low, high = joint_bounds(chain, 'reach')
     if len(joints):
         low, high = np.minimum(low, joints.min(0)), np.maximum(high, joints.max(0))
-    return joint_arcs(low.tolist(), high.tolist())
+    return low.tolist(), high.tolist()
+
+
+def output_arcs(chain: Chain, joints: np.ndarray) -> dict[str, list[float]]:
+    """The iknet model's output arcs: covered_ranges, so every hypothesis stays where the arm
+    can be."""
+    return joint_arcs(*covered_ranges(chain, joints))
 
 
 def per_model(name: str) -> str:
@@ -342,6 +352,8 @@ def train(
         config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
         if args.model == 'iknet':
             config = {**output_arcs(chain, every_joint), **config}
+        elif args.model == 'mixture':
+            config = {**joint_ranges(*covered_ranges(chain, every_joint)), **config}
         model = build_model(args.model, config)
         model.fit_normalization(train_poses)
     model.to(device)

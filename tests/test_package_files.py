@@ -189,6 +189,7 @@ def test_console_scripts_point_at_mains():
     assert set(scripts) == {
         'iknet-train', 'iknet-test', 'iknet-export', 'iknet-bench', 'iknet-chain',
         'iknet-convert', 'iknet-finetune-study', 'iknet-tune', 'iknet-path-bench',
+        'iknet-sample-bench',
     }  # fmt: skip
     for script, target in scripts.items():
         module, function = target.split(':')

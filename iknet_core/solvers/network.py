@@ -16,6 +16,7 @@ import torch
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.device import resolve_device
 from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.networks import MixtureIKNet
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_core.solvers.base import check_poses
 
@@ -41,10 +42,17 @@ class NetworkProposer:
         self.model = checkpoint.model.to(self.device).eval()
         self._compiled = None
         self._session = None
-        if backend == 'compiled':
+        sampled = isinstance(checkpoint.model, MixtureIKNet)
+        if backend == 'compiled' and sampled:
+            self.backend = 'torch'  # only the K-head network compiles; sampling stays in torch
+        elif backend == 'compiled':
             from iknet_core.solvers.network_kernel import CompiledNetwork
 
             self._compiled = CompiledNetwork(checkpoint.model)
+        elif backend == 'onnxruntime' and sampled:
+            raise ValueError(
+                f'{self.model_path} is a mixture model: it samples in torch, not onnxruntime'
+            )
         elif backend == 'onnxruntime':
             self._session = _onnx_session(self.model_path, checkpoint.model, self.chain)
 

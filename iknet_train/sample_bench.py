@@ -1,0 +1,377 @@
+"""`iknet-sample-bench`: how well a mixture model (`iknet-train --model mixture`) samples the
+solutions of a pose: raw accuracy, exact share after refinement, distinct solutions, diversity
+against a reference set, and speed.
+
+Per test pose: --samples-per-pose raw samples (errors through FK), each refined by the
+Levenberg-Marquardt of the solver stack, then de-duplicated by the branch policy. Diversity: the
+MMD (Gaussian kernel on each joint's cos and sin) between the exact refined samples and a
+reference set of random-restart solutions of the same pose, on --mmd-poses poses; for an arm with
+a closed form (the OM-X), the share of poses whose every closed-form solution inside the limits
+is among the samples. Speed: --samples-per-pose samples and refined solutions of one pose on one
+thread. Writes sample_bench.json, sample_bench.md and sample_bench.png (a fan of sampled arms for
+one pose with its target, and each joint's sampled density).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots or CI
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_core.kinematics.chain import Chain, model_chain_for
+from iknet_core.kinematics.fk import joint_frames
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK
+from iknet_core.kinematics.transforms import matrix_from_quaternion
+from iknet_core.metrics import pose_errors, summary
+from iknet_core.networks import MixtureIKNet, angle_features
+from iknet_core.resources import TEST_DATA
+from iknet_core.solvers.analytic import AnalyticSolver
+from iknet_core.solvers.policy import BranchPolicy, joint_bounds
+from iknet_core.solvers.refine import Refiner
+from iknet_core.solvers.result import Tolerance
+from iknet_core.solvers.settings import SolverSettings
+from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.cli import (
+    add_chain_arguments,
+    add_position_only_argument,
+    add_target_arguments,
+    chain_from_args,
+    target_poses,
+)
+
+logger = logging.getLogger(__name__)
+REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
+# Two refined samples within this (rad, every joint) are one solution; a closed-form solution
+# within it of a sample is found.
+SAME_SOLUTION_RAD = 1e-3
+# Gaussian kernel width of the MMD on (cos, sin) joint features.
+MMD_BANDWIDTH = 1.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='iknet-sample-bench',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument('--model', type=Path, required=True, help='a mixture checkpoint')
+    add_chain_arguments(parser)
+    add_target_arguments(parser, TEST_DATA)
+    add_position_only_argument(parser)
+    parser.add_argument('--poses', type=int, default=1000, help='test poses used, evenly spaced')
+    parser.add_argument('--samples-per-pose', type=int, default=1000, help='samples per pose')
+    parser.add_argument(
+        '--temperature',
+        type=float,
+        default=None,
+        help="scale of the components' stds (default: the model's; lower: more accurate, less "
+        'diverse)',
+    )
+    parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
+    parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
+    parser.add_argument('--mmd-poses', type=int, default=20, help='poses the MMD is measured on')
+    parser.add_argument(
+        '--reference-solutions', type=int, default=200, help='random-restart solutions per pose'
+    )
+    parser.add_argument('--seed', type=int, default=0, help='seed of poses and samples')
+    parser.add_argument(
+        '--out', type=Path, default=Path('sample_bench'), help=f'directory for {REPORT_NAMES}'
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    args = build_parser().parse_args(argv)
+    try:
+        report, figure = run(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f'iknet-sample-bench: error: {error}', file=sys.stderr)
+        return 1
+    write_report(args.out, REPORT_NAMES, report, format_markdown(report), figure)
+    return 0
+
+
+def run(args: argparse.Namespace) -> tuple[dict, object]:
+    """The report, and a function drawing its figure into a path."""
+    for flag in ('poses', 'samples_per_pose', 'mmd_poses', 'reference_solutions'):
+        if getattr(args, flag) < 1:
+            raise ValueError(f'--{flag.replace("_", "-")} must be >= 1')
+    checkpoint = load_checkpoint(args.model)
+    model = checkpoint.model
+    if not isinstance(model, MixtureIKNet):
+        raise ValueError(
+            f'{args.model} is a {checkpoint.model_type} model; sampling needs a mixture model '
+            '(iknet-train --model mixture)'
+        )
+    chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
+    temperature = model.config.temperature if args.temperature is None else args.temperature
+    settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
+    if args.position_only:
+        settings = settings.position_only()
+    one_thread()
+    torch.manual_seed(args.seed)
+    poses, _, source = target_poses(args, chain, TEST_DATA)
+    keep = np.linspace(0, len(poses) - 1, min(args.poses, len(poses))).round().astype(int)
+    poses = poses[keep]
+    count = args.samples_per_pose
+    generator = torch.Generator().manual_seed(args.seed)
+    with torch.inference_mode():
+        raw = np.concatenate(
+            [
+                model.sample(torch.as_tensor(block, dtype=torch.float32), count, temperature,
+                             generator).double().numpy()
+                for block in np.array_split(poses, max(1, len(poses) * count // 100_000))
+            ]
+        )  # fmt: skip
+    targets = np.repeat(poses[:, None], count, 1)
+    raw_position, raw_angle = pose_errors(chain, raw, targets)
+    refiner = Refiner(chain, settings)
+    policy = BranchPolicy(chain, settings)
+    refined = refiner.refine(
+        targets[..., :3].reshape(-1, 3),
+        matrix_from_quaternion(targets[..., 3:].reshape(-1, 4)),
+        raw.reshape(-1, chain.n_joints),
+    )
+    # A sample past a limit whose whole-turn twin is inside is that solution, as the solver
+    # stack answers it.
+    joints, _, _ = policy.best_per_pose(
+        refined.joints[:, None],
+        refined.position_errors[:, None],
+        refined.orientation_errors[:, None],
+    )
+    exact = (refined.converged & policy.within_limits(joints)).reshape(len(poses), count)
+    joints = joints.reshape(len(poses), count, chain.n_joints)
+    distinct = np.array([len(distinct_solutions(joints[b][exact[b]])) for b in range(len(poses))])
+    report = {
+        'chain': chain.name,
+        'model': str(args.model),
+        'position_only': args.position_only,
+        'temperature': temperature,
+        'samples_per_pose': count,
+        'data': {**source, 'n_poses': len(poses)},
+        'tolerance': {
+            'position_m': args.position_tolerance,
+            'orientation_rad': None if args.position_only else args.orientation_tolerance,
+        },
+        'machine': machine(),
+        'raw_position_error_mm': summary(raw_position * 1000.0),
+        'raw_orientation_error_deg': summary(np.degrees(raw_angle)),
+        'refined_exact': float(exact.mean()),
+        'distinct_solutions_per_pose': summary(distinct),
+        'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
+        'mmd': mmd_figures(chain, poses, joints, exact, settings, args),
+        'speed': speed(model, refiner, poses[0], count, temperature),
+    }  # fmt: skip
+    fan_pose = int(np.argmax(distinct))
+
+    def figure(path: Path) -> None:
+        solutions = distinct_solutions(joints[fan_pose][exact[fan_pose]])
+        plot_fan(path, chain, poses[fan_pose], raw[fan_pose], solutions)
+
+    return report, figure
+
+
+def distinct_solutions(joints: np.ndarray) -> np.ndarray:
+    """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier one is one."""
+    kept: list[np.ndarray] = []
+    for row in joints:
+        if not any(np.abs(row - other).max() < SAME_SOLUTION_RAD for other in kept):
+            kept.append(row)
+    return np.array(kept).reshape(-1, joints.shape[-1])
+
+
+def closed_form_coverage(
+    chain: Chain, poses: np.ndarray, joints: np.ndarray, exact: np.ndarray, settings
+) -> dict | None:
+    """For an arm with a closed form: the share of poses whose every closed-form solution inside
+    the limits is among the exact samples; None for other arms."""
+    try:
+        OmxAnalyticIK(chain)
+    except ValueError:
+        return None
+    analytic = AnalyticSolver(chain, settings)
+    rotations = matrix_from_quaternion(poses[:, 3:])
+    covered = []
+    for b in range(len(poses)):
+        solutions = analytic.solve(poses[b, :3], rotations[b], max_solutions=16)
+        branches = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
+        found = joints[b][exact[b]]
+        covered.append(
+            all(
+                len(found) and (np.abs(found - branch).max(1) < SAME_SOLUTION_RAD).any()
+                for branch in branches
+            )
+        )
+    return {'poses': len(poses), 'every_branch_found': float(np.mean(covered))}
+
+
+def mmd_figures(
+    chain: Chain,
+    poses: np.ndarray,
+    joints: np.ndarray,
+    exact: np.ndarray,
+    settings: SolverSettings,
+    args: argparse.Namespace,
+) -> dict:
+    """Mean MMD^2 between exact samples and random-restart solutions, and between two
+    independent reference sets (the floor a perfect sampler would reach)."""
+    rng = np.random.default_rng(args.seed)
+    low, high = joint_bounds(chain, 'limits')
+    refiner = Refiner(chain, settings)
+    policy = BranchPolicy(chain, settings)
+    picks = np.linspace(0, len(poses) - 1, min(args.mmd_poses, len(poses))).round().astype(int)
+    to_reference, floor = [], []
+    for b in picks:
+        references = []
+        for _ in range(2):
+            seeds = rng.uniform(low, high, (args.reference_solutions, chain.n_joints))
+            result = refiner.refine(
+                np.repeat(poses[b : b + 1, :3], len(seeds), 0),
+                np.repeat(matrix_from_quaternion(poses[b : b + 1, 3:]), len(seeds), 0),
+                seeds,
+            )
+            references.append(
+                result.joints[result.converged & policy.within_limits(result.joints)]
+            )
+        samples = joints[b][exact[b]]
+        if min(len(samples), *(len(r) for r in references)) < 2:
+            continue
+        to_reference.append(mmd_squared(samples, references[0]))
+        floor.append(mmd_squared(references[1], references[0]))
+    return {
+        'poses': len(to_reference),
+        'reference_solutions': args.reference_solutions,
+        'kernel': f'Gaussian on (cos, sin) of each joint, bandwidth {MMD_BANDWIDTH}',
+        'samples_to_reference': float(np.mean(to_reference)) if to_reference else None,
+        'reference_to_reference': float(np.mean(floor)) if floor else None,
+    }
+
+
+def mmd_squared(a: np.ndarray, b: np.ndarray) -> float:
+    """Unbiased MMD^2 between joint sets a (k, n) and b (m, n) (rad)."""
+    x, y = (angle_features(torch.as_tensor(s)).numpy() for s in (a, b))
+
+    def kernel(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        squared = (p * p).sum(1)[:, None] + (q * q).sum(1)[None] - 2.0 * p @ q.T
+        return np.exp(-squared / (2.0 * MMD_BANDWIDTH**2))
+
+    kxx, kyy, kxy = kernel(x, x), kernel(y, y), kernel(x, y)
+    k, m = len(x), len(y)
+    within_x = (kxx.sum() - np.trace(kxx)) / (k * (k - 1))
+    within_y = (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
+    return float(within_x + within_y - 2.0 * kxy.mean())
+
+
+def speed(
+    model: MixtureIKNet, refiner: Refiner, pose: np.ndarray, count: int, temperature: float
+) -> dict:
+    """Median ms for count samples of one pose, and for count refined ones, on one thread."""
+    tensor = torch.as_tensor(pose[None], dtype=torch.float32)
+    position = np.repeat(pose[None, :3], count, 0)
+    rotation = np.repeat(matrix_from_quaternion(pose[None, 3:]), count, 0)
+    sampling, refining = [], []
+    with torch.inference_mode():
+        for _ in range(7):
+            started = time.perf_counter()
+            samples = model.sample(tensor, count, temperature)[0].double().numpy()
+            sampled = time.perf_counter()
+            refiner.refine(position, rotation, samples)
+            sampling.append(sampled - started)
+            refining.append(time.perf_counter() - started)
+    return {
+        'samples': count,
+        'sample_ms': float(np.median(sampling[1:]) * 1e3),
+        'sample_and_refine_ms': float(np.median(refining[1:]) * 1e3),
+        'threads': 1,
+    }
+
+
+def format_markdown(report: dict) -> str:
+    raw, angle = report['raw_position_error_mm'], report['raw_orientation_error_deg']
+    coverage, mmd, speed_ = report['closed_form_coverage'], report['mmd'], report['speed']
+    tolerance = report['tolerance']['orientation_rad']
+    orientation = '' if tolerance is None else f' and {tolerance:g} rad'
+    lines = [
+        f'# iknet-sample-bench: {report["chain"]}',
+        '',
+        f'{report["data"]["n_poses"]} poses, {report["samples_per_pose"]} samples each at '
+        f'temperature {report["temperature"]:g} ({report["model"]}); refined by '
+        'Levenberg-Marquardt; exact: within '
+        f'{report["tolerance"]["position_m"]:g} m{orientation} inside the limits.',
+        '',
+        '| figure | value |',
+        '|---|---|',
+        f'| raw position error mm: mean / median / p95 | {raw["mean"]:.3g} / {raw["median"]:.3g} '
+        f'/ {raw["p95"]:.3g} |',
+        f'| raw orientation error deg: mean / median / p95 | {angle["mean"]:.3g} / '
+        f'{angle["median"]:.3g} / {angle["p95"]:.3g} |',
+        f'| refined samples exact | {100 * report["refined_exact"]:.2f} % |',
+        f'| distinct solutions per pose: median / max | '
+        f'{report["distinct_solutions_per_pose"]["median"]:g} / '
+        f'{report["distinct_solutions_per_pose"]["max"]:g} |',
+    ]  # fmt: skip
+    if coverage is not None:
+        lines.append(
+            f'| every closed-form solution found | {100 * coverage["every_branch_found"]:.1f} % '
+            'of poses |'
+        )
+    if mmd['samples_to_reference'] is not None:
+        lines.append(
+            f'| MMD^2 to random-restart solutions ({mmd["poses"]} poses) | '
+            f'{mmd["samples_to_reference"]:.3g} (two reference sets: '
+            f'{mmd["reference_to_reference"]:.3g}) |'
+        )
+    lines += [
+        f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms |',
+        f'| {speed_["samples"]} refined samples of one pose, one thread | '
+        f'{speed_["sample_and_refine_ms"]:.1f} ms |',
+        '',
+    ]
+    return '\n'.join(lines)
+
+
+def plot_fan(
+    path: Path, chain: Chain, pose: np.ndarray, raw: np.ndarray, solutions: np.ndarray
+) -> None:
+    """Left: raw samples (grey) and the distinct exact solutions (blue) of one pose drawn over
+    each other, target marked; right: each joint's raw sampled density."""
+    figure = plt.figure(figsize=(12, 5))
+    arms = figure.add_subplot(1, 2, 1, projection='3d')
+    for joints, style in (
+        (raw[:64], {'color': 'grey', 'alpha': 0.2}),
+        (solutions, {'color': 'tab:blue', 'alpha': 0.8}),
+    ):
+        if len(joints):
+            _, origins, tip, _ = joint_frames(chain, joints)
+            for arm in np.stack([*origins, tip], 1):  # (n + 1, 3) points per arm
+                arms.plot(*arm.T, linewidth=1.0, **style)
+    arms.scatter(*pose[:3], color='tab:red', s=40, label='target')
+    arms.set_title(f'{len(solutions)} distinct exact solutions; {min(64, len(raw))} raw samples')
+    arms.legend()
+    densities = figure.add_subplot(1, 2, 2)
+    for j in range(raw.shape[1]):
+        densities.hist(
+            raw[:, j], bins=80, histtype='step', density=True, label=chain.joint_names[j]
+        )
+    densities.set_xlabel('joint angle (rad), raw samples')
+    densities.set_ylabel('density')
+    densities.legend(fontsize='small')
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

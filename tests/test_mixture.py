@@ -1,0 +1,221 @@
+"""The mixture model (many solutions per pose): likelihood training, sampling, the solver stack
+and iknet-sample-bench."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from iknet.srv import SolveIK
+from iknet_core.checkpoint import load_checkpoint, save_checkpoint
+from iknet_core.kinematics.chain import Chain, Joint
+from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.networks import MixtureIKNet, build_model
+from iknet_core.resources import installed_executable as executable
+from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.settings import SolverSettings
+from iknet_train.losses import mixture_loss
+from iknet_train.sample_bench import distinct_solutions, main, mmd_squared
+
+# Two links in a plane, reached in position only: every target has an elbow-up and an
+# elbow-down solution, which a sampler must both find.
+PLANAR = Chain(
+    name='planar_2link',
+    base_frame='base',
+    tip_frame='tip',
+    joints=(
+        Joint(
+            'shoulder', (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), (-math.pi, math.pi), (-math.pi, math.pi)
+        ),
+        Joint('elbow', (0.2, 0.0, 0.0), (0.0, 0.0, 1.0), (-math.pi, math.pi), (-math.pi, math.pi)),
+    ),
+    tip_xyz=(0.15, 0.0, 0.0),
+)
+
+
+def planar_data(count: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    joints = np.random.default_rng(seed).uniform(-math.pi, math.pi, (count, 2))
+    joints[:, 1] = np.clip(joints[:, 1], -3.0, 3.0)  # away from the folded arm
+    poses = pose_from_joints(PLANAR, joints)
+    return torch.as_tensor(poses, dtype=torch.float32), torch.as_tensor(
+        joints, dtype=torch.float32
+    )
+
+
+def tiny_model(**config) -> MixtureIKNet:
+    torch.manual_seed(0)
+    model = build_model(
+        'mixture',
+        {'n_joints': 2, 'width': 64, 'n_blocks': 1, 'head_width': 64, 'position_only': True}
+        | config,
+    )
+    return model
+
+
+@pytest.fixture(scope='module')
+def planar_model() -> MixtureIKNet:
+    poses, joints = planar_data(20_000)
+    model = tiny_model()
+    model.fit_normalization(poses)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(600):
+        batch = torch.randint(len(poses), (512,), generator=generator)
+        loss, _ = mixture_loss(model, PLANAR, poses[batch], joints[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def test_teacher_forced_likelihood_rises_on_a_fixed_batch():
+    poses, joints = planar_data(256, seed=1)
+    model = tiny_model()
+    model.fit_normalization(poses)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(60):
+        loss, figures = mixture_loss(model, PLANAR, poses, joints)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 1.0
+    assert figures['position_mm'].shape == (256,)
+
+
+def test_samples_recover_both_elbows_of_a_planar_arm(planar_model):
+    joints = np.array([[0.3, 1.1], [-1.0, -0.7], [2.0, 1.8]])
+    poses = torch.as_tensor(pose_from_joints(PLANAR, joints), dtype=torch.float32)
+    with torch.no_grad():
+        samples = planar_model.sample(poses, 64, temperature=0.5).numpy()
+    solver = build_solver('refine-from-zero', PLANAR, settings=SolverSettings().position_only())
+    refined = solver.refiner.refine(
+        np.repeat(pose_from_joints(PLANAR, joints)[:, :3], 64, 0),
+        np.repeat(np.eye(3)[None], 3 * 64, 0),
+        samples.reshape(-1, 2),
+    )
+    assert refined.converged.mean() > 0.9
+    elbows = refined.joints[:, 1].reshape(3, 64)
+    converged = refined.converged.reshape(3, 64)
+    for pose_elbows, reached, truth in zip(elbows, converged, joints[:, 1], strict=True):
+        found = pose_elbows[reached]
+        assert (np.abs(found - truth) < 1e-3).any(), 'the recorded elbow is missing'
+        assert (np.abs(found + truth) < 1e-3).any(), 'the other elbow is missing'
+
+
+def test_sampling_is_deterministic_under_a_seed(planar_model):
+    poses, _ = planar_data(4, seed=2)
+    with torch.no_grad():
+        first, again, other = (
+            planar_model.sample(poses, 32, 1.0, torch.Generator().manual_seed(seed))
+            for seed in (7, 7, 8)
+        )
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other)
+    assert first.shape == (4, 32, 2)
+    with torch.no_grad():
+        means = planar_model.sample(poses, 32, 0.0, torch.Generator().manual_seed(7))
+    # Temperature 0: each sample is a component mean, so few distinct values per joint.
+    assert len(torch.unique(means[0, :, 0])) <= planar_model.config.n_components
+
+
+def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solutions(
+    planar_model, tmp_path
+):
+    path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
+    loaded = load_checkpoint(path)
+    poses, _ = planar_data(3, seed=3)
+    with torch.no_grad():
+        assert torch.equal(loaded.model(poses), planar_model(poses))
+    proposer = NetworkProposer(path)
+    assert proposer.backend == 'torch' and 'mixture' in proposer.describe()
+    with pytest.raises(ValueError, match='samples in torch, not onnxruntime'):
+        NetworkProposer(path, backend='onnxruntime')
+    solver = build_solver('network+refine', PLANAR, proposer, SolverSettings().position_only())
+    target = pose_from_joints(PLANAR, np.array([0.4, 1.2]))
+    solutions = solver.solve(target[:3], np.eye(3), max_solutions=4)
+    assert solutions.success and len(solutions) == 2  # both elbows, nothing else
+    assert sorted(np.sign(solutions.joints[:, 1])) == [-1.0, 1.0]
+
+
+def test_distinct_solutions_and_mmd():
+    joints = np.array([[0.0, 1.0], [0.0, 1.0 + 1e-4], [0.0, -1.0]])
+    assert len(distinct_solutions(joints)) == 2
+    rng = np.random.default_rng(0)
+    same = rng.normal(0.0, 0.3, (200, 2))
+    assert abs(mmd_squared(same[:100], same[100:])) < 0.02
+    assert mmd_squared(same[:100], same[100:] + 2.0) > 0.1
+
+
+def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
+    path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
+    argv = [
+        '--model', str(path), '--samples', '50', '--poses', '10',
+        '--samples-per-pose', '64', '--mmd-poses', '3', '--reference-solutions', '50',
+        '--position-only', '--out', str(tmp_path / 'out'),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads((tmp_path / 'out' / 'sample_bench.json').read_text())
+    assert report['chain'] == 'planar_2link' and report['samples_per_pose'] == 64
+    assert report['refined_exact'] > 0.9
+    assert report['distinct_solutions_per_pose']['median'] == 2  # the two elbows
+    assert report['closed_form_coverage'] is None  # no closed form for this arm
+    assert report['mmd']['samples_to_reference'] is not None
+    assert (tmp_path / 'out' / 'sample_bench.png').stat().st_size > 10_000
+    assert 'refined samples exact' in capsys.readouterr().out
+
+
+def test_sample_bench_refuses_a_model_that_does_not_sample(tmp_path, capsys):
+    model = build_model('iknet', {'n_joints': 2, 'width': 8, 'n_blocks': 1})
+    path = save_checkpoint(tmp_path / 'heads.pt', model, 'iknet', PLANAR, {})
+    assert main(['--model', str(path), '--out', str(tmp_path / 'out')]) == 1
+    assert 'sampling needs a mixture model' in capsys.readouterr().err
+
+
+def test_the_server_answers_max_solutions_with_distinct_sampled_solutions(
+    planar_model, processes, ros, tmp_path
+):
+    path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'model_path:={path}',
+        '-p', 'solver:=network+refine', '-p', 'command_interface:=none', log=log,
+    )  # fmt: skip
+    client = ros.node('mixture_client').create_client(SolveIK, '/ik_server/solve_ik')
+    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    request = SolveIK.Request(max_solutions=16, position_only=True)
+    request.target.header.frame_id = 'base'
+    position = pose_from_joints(PLANAR, np.array([0.4, 1.2]))[:3]
+    p = request.target.pose.position
+    p.x, p.y, p.z = (float(v) for v in position)
+    request.target.pose.orientation.w = 1.0
+    response = ros.call(client, request, timeout_s=60.0)
+    assert response.success, response.message
+    assert [s.name for s in response.solutions] == [PLANAR.joint_names] * 2
+    elbows = sorted(s.position[1] for s in response.solutions)
+    assert elbows == pytest.approx([-1.2, 1.2], abs=1e-4)
+    assert max(response.position_errors) <= 1e-6
+
+
+def test_iknet_train_trains_a_mixture_model_for_an_arm_from_its_urdf(tmp_path):
+    from iknet_core.kinematics.urdf import chain_to_urdf
+    from iknet_train.train import main as train
+
+    urdf = tmp_path / 'planar.urdf'
+    urdf.write_text(chain_to_urdf(PLANAR))
+    config = '{"width": 16, "n_blocks": 1, "head_width": 16, "position_only": true}'
+    argv = [
+        '--model', 'mixture', '--urdf', str(urdf), '--base', 'base', '--tip', 'tip', '--data',
+        '--synthetic', '2000', '--epochs', '2', '--model-config', config, '--no-progress',
+        '--save-model', str(tmp_path / 'planar.pt'), '--out', str(tmp_path / 'run'),
+    ]  # fmt: skip
+    assert train(argv) == 0
+    checkpoint = load_checkpoint(tmp_path / 'planar.pt')
+    assert isinstance(checkpoint.model, MixtureIKNet)
+    assert checkpoint.chain.joint_names == PLANAR.joint_names
+    # Component means span each joint's reach, here a whole turn.
+    assert checkpoint.model.config.joint_half_ranges == pytest.approx([math.pi, math.pi], abs=0.01)
