@@ -37,6 +37,7 @@ from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, angle_features
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.analytic import AnalyticSolver
+from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--mmd-poses', type=int, default=20, help='poses the MMD is measured on')
     parser.add_argument(
         '--reference-solutions', type=int, default=200, help='random-restart solutions per pose'
+    )
+    parser.add_argument(
+        '--compare-model',
+        type=Path,
+        default=None,
+        help='another checkpoint (e.g. a K-head network) whose refined hypotheses get the MMD too',
     )
     parser.add_argument('--seed', type=int, default=0, help='seed of poses and samples')
     parser.add_argument(
@@ -139,19 +146,10 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     raw_position, raw_angle = pose_errors(chain, raw, targets)
     refiner = Refiner(chain, settings)
     policy = BranchPolicy(chain, settings)
-    refined = refiner.refine(
-        targets[..., :3].reshape(-1, 3),
-        matrix_from_quaternion(targets[..., 3:].reshape(-1, 4)),
-        raw.reshape(-1, chain.n_joints),
+    joints, exact = refined_solutions(
+        refiner, policy, targets.reshape(-1, 7), raw.reshape(-1, chain.n_joints)
     )
-    # A sample past a limit whose whole-turn twin is inside is that solution, as the solver
-    # stack answers it.
-    joints, _, _ = policy.best_per_pose(
-        refined.joints[:, None],
-        refined.position_errors[:, None],
-        refined.orientation_errors[:, None],
-    )
-    exact = (refined.converged & policy.within_limits(joints)).reshape(len(poses), count)
+    exact = exact.reshape(len(poses), count)
     joints = joints.reshape(len(poses), count, chain.n_joints)
     distinct = np.array([len(distinct_solutions(joints[b][exact[b]])) for b in range(len(poses))])
     report = {
@@ -181,6 +179,21 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         plot_fan(path, chain, poses[fan_pose], raw[fan_pose], solutions)
 
     return report, figure
+
+
+def refined_solutions(
+    refiner: Refiner, policy: BranchPolicy, poses: np.ndarray, seeds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """seeds (k, n) refined towards poses (k, 7): the joints (k, n), and whether each is exact
+    (within the tolerance and the limits). A result past a limit whose whole-turn twin is
+    inside is that twin, as the solver stack answers it."""
+    refined = refiner.refine(poses[:, :3], matrix_from_quaternion(poses[:, 3:]), seeds)
+    joints, _, _ = policy.best_per_pose(
+        refined.joints[:, None],
+        refined.position_errors[:, None],
+        refined.orientation_errors[:, None],
+    )
+    return joints, refined.converged & policy.within_limits(joints)
 
 
 def distinct_solutions(joints: np.ndarray) -> np.ndarray:
@@ -225,53 +238,74 @@ def mmd_figures(
     settings: SolverSettings,
     args: argparse.Namespace,
 ) -> dict:
-    """Mean MMD^2 between exact samples and random-restart solutions, and between two
-    independent reference sets (the floor a perfect sampler would reach)."""
+    """Mean MMD^2 to random-restart solutions of the exact samples, of the --compare-model's
+    refined hypotheses, and of a second random-restart set (the floor a perfect sampler would
+    reach)."""
     rng = np.random.default_rng(args.seed)
     low, high = joint_bounds(chain, 'limits')
     refiner = Refiner(chain, settings)
     policy = BranchPolicy(chain, settings)
     picks = np.linspace(0, len(poses) - 1, min(args.mmd_poses, len(poses))).round().astype(int)
-    to_reference, floor = [], []
-    for b in picks:
+    compared = None
+    if args.compare_model is not None:
+        proposer = NetworkProposer(args.compare_model)
+        model_chain_for(chain, proposer.chain, args.compare_model)
+        hypotheses = proposer(poses[picks, :3], matrix_from_quaternion(poses[picks, 3:]))
+        per_pose = hypotheses.shape[1]
+        compared = refined_solutions(
+            refiner,
+            policy,
+            np.repeat(poses[picks], per_pose, 0),
+            hypotheses.reshape(-1, chain.n_joints),
+        )
+        compared = tuple(a.reshape(len(picks), per_pose, *a.shape[1:]) for a in compared)
+    figures: dict[str, list[float]] = {'samples': [], 'compare_model': [], 'reference': []}
+    for index, b in enumerate(picks):
         references = []
         for _ in range(2):
             seeds = rng.uniform(low, high, (args.reference_solutions, chain.n_joints))
-            result = refiner.refine(
-                np.repeat(poses[b : b + 1, :3], len(seeds), 0),
-                np.repeat(matrix_from_quaternion(poses[b : b + 1, 3:]), len(seeds), 0),
-                seeds,
+            solutions, solved = refined_solutions(
+                refiner, policy, np.repeat(poses[b : b + 1], len(seeds), 0), seeds
             )
-            references.append(
-                result.joints[result.converged & policy.within_limits(result.joints)]
-            )
+            references.append(solutions[solved])
         samples = joints[b][exact[b]]
         if min(len(samples), *(len(r) for r in references)) < 2:
             continue
-        to_reference.append(mmd_squared(samples, references[0]))
-        floor.append(mmd_squared(references[1], references[0]))
+        figures['samples'].append(mmd_squared(samples, references[0]))
+        figures['reference'].append(mmd_squared(references[1], references[0]))
+        if compared is not None and compared[1][index].sum() >= 1:
+            hypotheses = compared[0][index][compared[1][index]]
+            figures['compare_model'].append(mmd_squared(hypotheses, references[0]))
+
+    def mean(values: list[float]) -> float | None:
+        return float(np.mean(values)) if values else None
+
     return {
-        'poses': len(to_reference),
+        'poses': len(figures['samples']),
         'reference_solutions': args.reference_solutions,
         'kernel': f'Gaussian on (cos, sin) of each joint, bandwidth {MMD_BANDWIDTH}',
-        'samples_to_reference': float(np.mean(to_reference)) if to_reference else None,
-        'reference_to_reference': float(np.mean(floor)) if floor else None,
+        'samples_to_reference': mean(figures['samples']),
+        'compare_model': None if compared is None else str(args.compare_model),
+        'compare_model_to_reference': mean(figures['compare_model']),
+        'reference_to_reference': mean(figures['reference']),
     }
 
 
 def mmd_squared(a: np.ndarray, b: np.ndarray) -> float:
-    """Unbiased MMD^2 between joint sets a (k, n) and b (m, n) (rad)."""
+    """MMD^2 between joint sets a (k, n) and b (m, n) (rad): unbiased where both have two or
+    more rows; a single row (a K-head network's one solution) has no within-set term, so the
+    biased estimate, its kernel with itself, stands in."""
     x, y = (angle_features(torch.as_tensor(s)).numpy() for s in (a, b))
 
     def kernel(p: np.ndarray, q: np.ndarray) -> np.ndarray:
         squared = (p * p).sum(1)[:, None] + (q * q).sum(1)[None] - 2.0 * p @ q.T
         return np.exp(-squared / (2.0 * MMD_BANDWIDTH**2))
 
-    kxx, kyy, kxy = kernel(x, x), kernel(y, y), kernel(x, y)
-    k, m = len(x), len(y)
-    within_x = (kxx.sum() - np.trace(kxx)) / (k * (k - 1))
-    within_y = (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
-    return float(within_x + within_y - 2.0 * kxy.mean())
+    def within(p: np.ndarray) -> float:
+        k = kernel(p, p)
+        return 1.0 if len(p) == 1 else float((k.sum() - np.trace(k)) / (len(p) * (len(p) - 1)))
+
+    return within(x) + within(y) - 2.0 * float(kernel(x, y).mean())
 
 
 def speed(
@@ -330,8 +364,13 @@ def format_markdown(report: dict) -> str:
     if mmd['samples_to_reference'] is not None:
         lines.append(
             f'| MMD^2 to random-restart solutions ({mmd["poses"]} poses) | '
-            f'{mmd["samples_to_reference"]:.3g} (two reference sets: '
+            f'{mmd["samples_to_reference"]:.3g} (two random-restart sets: '
             f'{mmd["reference_to_reference"]:.3g}) |'
+        )
+    if mmd['compare_model_to_reference'] is not None:
+        lines.append(
+            f'| MMD^2 to the same, {mmd["compare_model"]} refined | '
+            f'{mmd["compare_model_to_reference"]:.3g} |'
         )
     lines += [
         f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms |',

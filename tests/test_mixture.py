@@ -153,10 +153,12 @@ def test_distinct_solutions_and_mmd():
 
 def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
+    heads = build_model('iknet', {'n_joints': 2, 'width': 8, 'n_blocks': 1})
+    heads_path = save_checkpoint(tmp_path / 'heads.pt', heads, 'iknet', PLANAR, {})
     argv = [
         '--model', str(path), '--samples', '50', '--poses', '10',
         '--samples-per-pose', '64', '--mmd-poses', '3', '--reference-solutions', '50',
-        '--position-only', '--out', str(tmp_path / 'out'),
+        '--position-only', '--compare-model', str(heads_path), '--out', str(tmp_path / 'out'),
     ]  # fmt: skip
     assert main(argv) == 0
     report = json.loads((tmp_path / 'out' / 'sample_bench.json').read_text())
@@ -164,7 +166,11 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert report['refined_exact'] > 0.9
     assert report['distinct_solutions_per_pose']['median'] == 2  # the two elbows
     assert report['closed_form_coverage'] is None  # no closed form for this arm
-    assert report['mmd']['samples_to_reference'] is not None
+    mmd = report['mmd']
+    assert mmd['poses'] == 3 and mmd['compare_model'] == str(heads_path)
+    # Samples cover both elbows as random restarts do.
+    assert abs(mmd['samples_to_reference']) < 0.05
+    assert math.isfinite(mmd['compare_model_to_reference'])
     assert (tmp_path / 'out' / 'sample_bench.png').stat().st_size > 10_000
     assert 'refined samples exact' in capsys.readouterr().out
 
