@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from builtin_interfaces.msg import Duration, Time
+from builtin_interfaces.msg import Duration
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
@@ -152,8 +152,7 @@ class NoCommander:
         return False, 'not sent (command_interface is none)'
 
 
-def duration_s(duration: Duration | Time) -> float:
-    """A builtin_interfaces Duration, or a Time stamp, in seconds."""
+def duration_s(duration: Duration) -> float:
     return duration.sec + duration.nanosec * 1e-9
 
 

@@ -17,7 +17,7 @@ from iknet_core.solvers.path import (
     time_stamps,
 )
 from iknet_core.solvers.settings import SolverSettings
-from iknet_ros.arm_command import duration_msg, duration_s
+from iknet_ros.arm_command import duration_msg
 from iknet_ros.requests import RequestError, check_seed, check_target
 
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
@@ -71,8 +71,10 @@ def solve_path(
         stamps = time_stamps(np.concatenate([start[None], reached]), *limits)[1:]
     else:
         stamps = times[: len(reached)]
-        if request.max_velocity:
-            check_speed(np.concatenate([start[None], reached]), stamps, request.max_velocity)
+        if request.max_velocity and result.success:  # a failed path says why it failed
+            check_speed(
+                np.concatenate([start[None], reached]), stamps, request.max_velocity, chain
+            )
     response = SolvePath.Response(success=result.success)
     response.failed_at = -1 if result.failed_at is None else result.failed_at
     response.trajectory.header.frame_id = base_frame
@@ -129,30 +131,34 @@ def path_targets(
 
 def path_times(request: SolvePath.Request) -> np.ndarray | None:
     """A timed_path's waypoint times (T,) s after its header stamp (the start joints); None when
-    every stamp is zero; RequestError unless they increase from the header's."""
-    start = duration_s(request.timed_path.header.stamp)
-    stamps = np.array([duration_s(pose.header.stamp) for pose in request.timed_path.poses])
-    if start == 0.0 and not stamps.any():
+    it has no times of its own (every stamp zero, or all equal to the header's, as many
+    planners stamp them); RequestError unless they increase from the header's."""
+    start = request.timed_path.header.stamp
+    stamps = [pose.header.stamp for pose in request.timed_path.poses]
+    if all((s.sec, s.nanosec) == (start.sec, start.nanosec) for s in stamps):
         return None
-    previous = start
-    for index, stamp in enumerate(stamps):
-        if not stamp > previous:
+    # In integers first: float seconds since 1970 keep only ~0.2 us.
+    times = np.array([(s.sec - start.sec) + (s.nanosec - start.nanosec) * 1e-9 for s in stamps])
+    previous = 0.0
+    for index, time in enumerate(times):
+        if not time > previous:
             before = 'the header stamp (the start)' if index == 0 else f'waypoint {index - 1}'
             raise RequestError(
-                f'timed_path: the times must increase, and waypoint {index} at {stamp:.9f} s '
-                f'does not come after {before} at {previous:.9f} s'
+                f'timed_path: the times must increase, and waypoint {index} at {time:.9f} s '
+                f'after the header stamp does not come after {before} at {previous:.9f} s'
             )
-        previous = stamp
-    return stamps - start
+        previous = time
+    return times
 
 
-def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float) -> None:
+def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain) -> None:
     """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
     joint faster than max_velocity (rad/s) between two of them."""
     speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
     index, joint = np.unravel_index(np.argmax(speeds), speeds.shape)
     if speeds[index, joint] > max_velocity:
         raise RequestError(
-            f'timed_path: its times need joint {joint + 1} at {speeds[index, joint]:.3g} rad/s '
-            f'before waypoint {index}, above max_velocity {max_velocity:g} rad/s'
+            f'timed_path: its times need {chain.joint_names[joint]} at '
+            f'{speeds[index, joint]:.3g} rad/s to reach waypoint {index}, above max_velocity '
+            f'{max_velocity:g} rad/s'
         )

@@ -98,6 +98,14 @@ def test_a_path_out_of_reach_stops_at_its_first_unreachable_waypoint(ros, client
     assert f'waypoint {response.failed_at} is not reached' in response.message
     assert len(response.trajectory.points) == response.failed_at
     assert math.isnan(response.position_errors[-1])
+    # Timed, with a speed limit: the same failure, not a speed refusal of the part reached.
+    timed = to_timed(path_request(poses, start), 0.01 * np.arange(1, 41))
+    again = ros.call(client, timed, timeout_s=60.0)
+    assert (again.success, again.failed_at, again.message) == (
+        False,
+        response.failed_at,
+        response.message,
+    )
 
 
 BAD = {
@@ -112,7 +120,7 @@ BAD = {
     'negative speed': (lambda r: setattr(r, 'max_velocity', -1.0), 'max_velocity'),
     'non-increasing times': (
         lambda r: to_timed(r, [1.0, 2.0, 2.0, 3.0, 4.0]),
-        'waypoint 2 at 102.000000000 s does not come after waypoint 1',
+        'waypoint 2 at 2.000000000 s after the header stamp does not come after waypoint 1',
     ),
     'first time at the start': (
         lambda r: to_timed(r, [0.0, 1.0, 2.0, 3.0, 4.0]),
@@ -120,7 +128,7 @@ BAD = {
     ),
     'times too fast': (
         lambda r: to_timed(r, [1e-3, 2e-3, 3e-3, 4e-3, 5e-3]),
-        'above max_velocity',
+        'rad/s to reach waypoint',
     ),
     'path and timed_path': (
         lambda r: to_timed(r, [1.0, 2.0, 3.0, 4.0, 5.0], keep_path=True),
@@ -145,13 +153,9 @@ def test_a_timed_path_keeps_its_own_times(ros, client):
     assert "on the path's times" in response.message
     got = [seconds(point) for point in response.trajectory.points]
     assert got == pytest.approx(times, abs=1e-9)
-    # All stamps zero: timed at the limits, as a PoseArray path.
+    # Every stamp the header's, as planners stamp a path: timed at the limits, as a PoseArray.
     request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
-    request = to_timed(request, np.zeros(20))
-    request.timed_path.header.stamp = Time()
-    for stamped in request.timed_path.poses:
-        stamped.header.stamp = Time()
-    untimed = ros.call(client, request, timeout_s=60.0)
+    untimed = ros.call(client, to_timed(request, np.zeros(20)), timeout_s=60.0)
     assert untimed.success and 'at the limits' in untimed.message
 
 
