@@ -341,7 +341,7 @@ class MixtureIKNet(IKNetwork):
         """log p(joints (B, n) | poses (B, 7)) (B,), every joint's term at once (teacher
         forcing: each head sees the true joints before its own)."""
         embedding = self.trunk(self.normalized_features(poses))
-        previous = angle_features(joints)
+        previous = angle_features(joints).to(embedding.dtype)  # half under autocast
         total = torch.zeros(len(poses), device=poses.device)
         for j in range(self.config.n_joints):
             log_weights, means, log_stds = self.mixture(embedding, previous[:, : 2 * j], j)
@@ -374,12 +374,14 @@ class MixtureIKNet(IKNetwork):
             std = torch.exp(log_stds.gather(1, pick))[:, 0]
             normal = torch.randn(len(embedding), generator=generator, device=poses.device)
             joints[:, j] = means.gather(1, pick)[:, 0] + temperature * std * normal
-            previous = torch.cat([previous, angle_features(joints[:, j : j + 1])], -1)
+            angles = angle_features(joints[:, j : j + 1]).to(previous.dtype)
+            previous = torch.cat([previous, angles], -1)
         return joints.view(len(poses), count, self.config.n_joints)
 
     def forward(self, poses: torch.Tensor) -> torch.Tensor:
-        """The proposal for refinement: n_hypotheses samples at the config's temperature,
-        the same for the same poses (a fixed generator)."""
+        """The proposal for refinement: n_hypotheses samples at the config's temperature, the
+        same for the same batch of poses (a fixed generator; a pose alone and the same pose in
+        a batch draw different samples)."""
         generator = torch.Generator(device=poses.device).manual_seed(0)
         return self.sample(
             poses, self.config.n_hypotheses, self.config.temperature, generator=generator

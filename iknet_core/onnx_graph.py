@@ -16,7 +16,7 @@ from torch import nn
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import pose_from_joints
-from iknet_core.networks import IKNetwork
+from iknet_core.networks import IKNetwork, MixtureIKNet
 
 INPUT_NAMES = ['poses']
 OUTPUT_NAMES = ['hypotheses']
@@ -31,6 +31,8 @@ class ExportedNetwork(nn.Module):
 
     def __init__(self, model: IKNetwork, fp16: bool = False) -> None:
         super().__init__()
+        if isinstance(model, MixtureIKNet):
+            raise ValueError('a mixture model samples in torch; only K-head networks export')
         self.model = model
         self.fp16 = fp16
         if fp16:

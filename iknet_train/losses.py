@@ -88,12 +88,15 @@ def reference_loss(
 def mixture_loss(
     model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
 ) -> tuple[torch.Tensor, Figures]:
-    """Negative log-likelihood of the recorded joints (nats per pose); the figure is FK's
-    position error of one sample per pose at the model's temperature."""
+    """Negative log-likelihood of the recorded joints (nats per pose); in validation (no
+    gradients) the figure is FK's position error of one sample per pose at the model's
+    temperature, which training steps would only throw away."""
     if not isinstance(model, MixtureIKNet):
         raise ValueError(f'mixture_loss needs a MixtureIKNet, got {type(model)}')
     loss = -model.log_likelihood(poses, joints).mean()
-    with torch.no_grad(), full_precision(poses):
+    if torch.is_grad_enabled():
+        return loss, {}
+    with full_precision(poses):
         generator = torch.Generator(device=poses.device).manual_seed(0)
         sample = model.sample(poses, 1, model.config.temperature, generator)[:, 0]
         position, _ = forward_kinematics(chain, sample.float())

@@ -19,6 +19,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -165,12 +166,16 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         },
         'machine': machine(),
         'raw_position_error_mm': summary(raw_position * 1000.0),
-        'raw_orientation_error_deg': summary(np.degrees(raw_angle)),
+        # Position-only samples are not asked for an orientation.
+        'raw_orientation_error_deg': (
+            None if args.position_only else summary(np.degrees(raw_angle))
+        ),
         'refined_exact': float(exact.mean()),
         'distinct_solutions_per_pose': summary(distinct),
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
         'mmd': mmd_figures(chain, poses, joints, exact, settings, args),
-        'speed': speed(model, refiner, poses[0], count, temperature),
+        'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
+                       count, temperature),
     }  # fmt: skip
     fan_pose = int(np.argmax(distinct))
 
@@ -197,19 +202,24 @@ def refined_solutions(
 
 
 def distinct_solutions(joints: np.ndarray) -> np.ndarray:
-    """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier one is one."""
-    kept: list[np.ndarray] = []
-    for row in joints:
-        if not any(np.abs(row - other).max() < SAME_SOLUTION_RAD for other in kept):
-            kept.append(row)
-    return np.array(kept).reshape(-1, joints.shape[-1])
+    """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier kept one is
+    that one. Not the branch policy's de-duplication: it also adds every whole-turn twin
+    (3**6 per row on a UR5), which the samples already are or are not."""
+    close = (np.abs(joints[:, None] - joints[None]) < SAME_SOLUTION_RAD).all(-1)
+    kept = np.zeros(len(joints), dtype=bool)
+    for row in range(len(joints)):
+        kept[row] = not (close[row] & kept).any()
+    return joints[kept]
 
 
 def closed_form_coverage(
     chain: Chain, poses: np.ndarray, joints: np.ndarray, exact: np.ndarray, settings
 ) -> dict | None:
-    """For an arm with a closed form: the share of poses whose every closed-form solution inside
-    the limits is among the exact samples; None for other arms."""
+    """For an arm with a closed form, on whole poses: the share of the poses with a closed-form
+    solution inside the limits whose every such solution is among the exact samples; None
+    otherwise (a position has a continuum of solutions)."""
+    if settings.is_position_only:
+        return None
     try:
         OmxAnalyticIK(chain)
     except ValueError:
@@ -221,13 +231,18 @@ def closed_form_coverage(
         solutions = analytic.solve(poses[b, :3], rotations[b], max_solutions=16)
         branches = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
         found = joints[b][exact[b]]
+        if not len(branches):
+            continue  # nothing inside the limits to find
         covered.append(
             all(
                 len(found) and (np.abs(found - branch).max(1) < SAME_SOLUTION_RAD).any()
                 for branch in branches
             )
         )
-    return {'poses': len(poses), 'every_branch_found': float(np.mean(covered))}
+    return {
+        'poses': len(covered),
+        'every_branch_found': float(np.mean(covered)) if covered else None,
+    }
 
 
 def mmd_figures(
@@ -269,13 +284,16 @@ def mmd_figures(
             )
             references.append(solutions[solved])
         samples = joints[b][exact[b]]
-        if min(len(samples), *(len(r) for r in references)) < 2:
+        others = None if compared is None else compared[0][index][compared[1][index]]
+        # Every figure on the same poses: those where each set has what its estimate needs.
+        if min(len(samples), *(len(r) for r in references)) < 2 or (
+            others is not None and not len(others)
+        ):
             continue
         figures['samples'].append(mmd_squared(samples, references[0]))
         figures['reference'].append(mmd_squared(references[1], references[0]))
-        if compared is not None and compared[1][index].sum() >= 1:
-            hypotheses = compared[0][index][compared[1][index]]
-            figures['compare_model'].append(mmd_squared(hypotheses, references[0]))
+        if others is not None:
+            figures['compare_model'].append(mmd_squared(others, references[0]))
 
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values else None
@@ -349,17 +367,19 @@ def format_markdown(report: dict) -> str:
         '|---|---|',
         f'| raw position error mm: mean / median / p95 | {raw["mean"]:.3g} / {raw["median"]:.3g} '
         f'/ {raw["p95"]:.3g} |',
-        f'| raw orientation error deg: mean / median / p95 | {angle["mean"]:.3g} / '
-        f'{angle["median"]:.3g} / {angle["p95"]:.3g} |',
+        '| raw orientation error deg: mean / median / p95 | '
+        + ('(position only)' if angle is None else
+           f'{angle["mean"]:.3g} / {angle["median"]:.3g} / {angle["p95"]:.3g}')
+        + ' |',
         f'| refined samples exact | {100 * report["refined_exact"]:.2f} % |',
         f'| distinct solutions per pose: median / max | '
         f'{report["distinct_solutions_per_pose"]["median"]:g} / '
         f'{report["distinct_solutions_per_pose"]["max"]:g} |',
     ]  # fmt: skip
-    if coverage is not None:
+    if coverage is not None and coverage['every_branch_found'] is not None:
         lines.append(
-            f'| every closed-form solution found | {100 * coverage["every_branch_found"]:.1f} % '
-            'of poses |'
+            f'| every closed-form solution inside the limits found | '
+            f'{100 * coverage["every_branch_found"]:.1f} % of {coverage["poses"]} poses |'
         )
     if mmd['samples_to_reference'] is not None:
         lines.append(

@@ -407,7 +407,11 @@ def train(
                 out=PlainText(sys.stdout) if args.no_progress else sys.stdout,
             ),
             extensions.PlotReport(
-                ['train/loss', 'val/loss'], 'epoch', filename='loss.png', postprocess=log_scale
+                ['train/loss', 'val/loss'],
+                'epoch',
+                filename='loss.png',
+                # A likelihood loss goes negative: no log axis for it.
+                postprocess=None if args.model == 'mixture' else log_scale,
             ),
             extensions.observe_lr(optimizer),
             extensions.snapshot(filename='snapshot', n_retains=1),

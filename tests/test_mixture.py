@@ -13,6 +13,7 @@ from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.networks import MixtureIKNet, build_model
+from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
@@ -84,7 +85,15 @@ def test_teacher_forced_likelihood_rises_on_a_fixed_batch():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 1.0
+    assert figures == {}  # training steps skip the sampled figure
+    with torch.no_grad():
+        _, figures = mixture_loss(model, PLANAR, poses, joints)
     assert figures['position_mm'].shape == (256,)
+    # Mixed precision (iknet-train --amp bf16) trains and samples too.
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        loss, _ = mixture_loss(model, PLANAR, poses, joints)
+        loss.backward()
+        assert model.sample(poses[:2], 4).shape == (2, 4, 2)
 
 
 def test_samples_recover_both_elbows_of_a_planar_arm(planar_model):
@@ -135,6 +144,8 @@ def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solut
     assert proposer.backend == 'torch' and 'mixture' in proposer.describe()
     with pytest.raises(ValueError, match='samples in torch, not onnxruntime'):
         NetworkProposer(path, backend='onnxruntime')
+    with pytest.raises(ValueError, match='only K-head networks export'):
+        ExportedNetwork(loaded.model)
     solver = build_solver('network+refine', PLANAR, proposer, SolverSettings().position_only())
     target = pose_from_joints(PLANAR, np.array([0.4, 1.2]))
     solutions = solver.solve(target[:3], np.eye(3), max_solutions=4)

@@ -163,7 +163,8 @@ def _shift_order(shift, n):
 @njit(cache=True)
 def _best_shift(q, bounds, full_turn, seed, near, shift):
     """Fill shift (n,) with the whole-turn shift that the enumeration of every variant would
-    rank first for candidate q (n,); returns whether q + shift is within reach.
+    rank first for candidate q (n,) (up to rounding: twins a few ulps apart in travel to the
+    seed tie there and differ here); returns whether q + shift is within reach.
 
     Each key of the policy is a per-joint condition (reach, limits) or a sum over joints
     (travel to the seed), so the best variant is chosen joint by joint: 3 tries per full-turn
