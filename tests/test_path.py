@@ -7,8 +7,8 @@ from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
-from iknet_core.solvers import AnalyticSolver
-from iknet_core.solvers.path import follow_path, smooth_joint_paths
+from iknet_core.solvers import AnalyticSolver, Refiner, SolverSettings
+from iknet_core.solvers.path import alternative_paths, follow_path, smooth_joint_paths
 from iknet_core.solvers.policy import joint_bounds
 
 LOW, HIGH = joint_bounds(OMX_CHAIN, 'limits')
@@ -49,6 +49,30 @@ def test_random_smooth_paths_are_followed_exactly_without_jumps():
         assert ((result.joints >= LOW - 1e-9) & (result.joints <= HIGH + 1e-9)).all()
         steps = np.abs(np.diff(result.joints, axis=0)).max()
         assert steps <= 1.5 * np.abs(np.diff(curve, axis=0)).max()
+
+
+def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smoothest_first():
+    # A line of positions: every tool pitch reaches its start, so seeds spread over the
+    # joints give different starts, and different joint paths.
+    a, b = np.array([0.2, -0.05, 0.12]), np.array([0.2, 0.05, 0.12])
+    positions = a + np.linspace(0.0, 1.0, 40)[:, None] * (b - a)
+    settings = SolverSettings().position_only()
+    seeds = np.array([[0.0, s, 0.0, -s] for s in (-0.8, -0.3, 0.2, 0.7)])
+    refined = Refiner(OMX_CHAIN, settings).refine(
+        np.repeat(positions[:1], len(seeds), 0), np.repeat(np.eye(3)[None], len(seeds), 0), seeds
+    )
+    starts = refined.joints[refined.converged]
+    results = alternative_paths(OMX_CHAIN, positions, starts, settings)
+    assert len(results) == len(starts) >= 2
+    reached = [len(r.joints) if r.success else r.failed_at for r in results]
+    assert reached == sorted(reached, reverse=True) and results[0].success
+    followed = [r for r in results if r.success]
+    assert [r.travel for r in followed] == sorted(r.travel for r in followed)
+    # Each keeps its own start's branch: the first waypoints are the distinct starts.
+    firsts = np.array([r.joints[0] for r in results])
+    assert len({tuple(np.round(q, 6)) for q in firsts}) == len(results)
+    with pytest.raises(ValueError, match='at least one start'):
+        alternative_paths(OMX_CHAIN, positions, np.zeros((0, 4)))
 
 
 # (The limits leave the other branch 0.115 rad of bend, too little for a line.)

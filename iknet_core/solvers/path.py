@@ -66,6 +66,38 @@ class PathResult:
     def success(self) -> bool:
         return self.failed_at is None
 
+    @property
+    def travel(self) -> float:
+        """Joint motion along the waypoints reached (rad, summed over joints and steps): what
+        `alternative_paths` ranks equally far paths by."""
+        reached = self.joints[: self.failed_at]
+        return float(np.abs(np.diff(reached, axis=0)).sum())
+
+
+def alternative_paths(
+    chain: Chain,
+    targets: np.ndarray,
+    starts: np.ndarray,
+    settings: SolverSettings = DEFAULT_SETTINGS,
+    max_step: float | None = None,
+) -> list[PathResult]:
+    """follow_path from each of several start joints (M, n) rad, best first: paths followed to
+    the end, then the ones that got furthest, and among equals the least joint travel. The
+    starts are different solutions of the first waypoint: a solver's distinct solutions of it
+    (`solve(..., max_solutions=M)`; with a mixture model's samples, many), so one end-effector
+    path gives several joint paths and the smoothest comes first."""
+    starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
+    if not len(starts):
+        raise ValueError('alternative_paths needs at least one start')
+    results = [follow_path(chain, targets, start, settings, max_step) for start in starts]
+    count = len(results[0].joints)
+
+    def rank(result: PathResult) -> tuple[int, float]:
+        reached = count if result.failed_at is None else result.failed_at
+        return -reached, result.travel
+
+    return sorted(results, key=rank)
+
 
 def follow_path(
     chain: Chain,
