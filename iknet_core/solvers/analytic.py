@@ -57,6 +57,18 @@ def _solve_pose(
     )
 
 
+@njit(cache=True)
+def _solve_best(position, rotation, geometry_values, joints, tip, bounds, full_turn, settings):
+    """_solve_pose for the server's common query, one solution without a seed, in 8 arguments
+    instead of 12: on the cold cache a request wakes the server to, each costs ~0.3 us."""
+    n = joints.shape[0]
+    no_shift, no_seed = np.zeros((1, n)), np.zeros(n)  # one solution ranks no whole-turn twins
+    return _solve_pose(
+        position, rotation, geometry_values, joints, tip, no_shift, bounds, full_turn, settings,
+        no_seed, False, 1,
+    )  # fmt: skip
+
+
 class AnalyticSolver:
     """Both elbows and the whole-turn twins of joint1; exact for reachable poses.
 
@@ -77,7 +89,8 @@ class AnalyticSolver:
         # The geometry as a plain tuple: numba types it in C, a named tuple in Python (see
         # SolverSettings.kernel).
         self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
-        self._no_seed_arguments = self._chain_arguments + self.policy.kernel_arguments(None, 1)
+        _, bounds, full_turn, settings, *_ = self.policy.kernel_arguments(None, 1)
+        self._best_arguments = (*self._chain_arguments, bounds, full_turn, settings)
         self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
 
     def solve(
@@ -89,12 +102,11 @@ class AnalyticSolver:
     ) -> Solutions:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
         position, rotation = check_pose(position, rotation)
-        if seed is None and max_solutions == 1:
-            arguments = self._no_seed_arguments  # the server's common case, built once
-        else:
-            if seed is not None:
-                seed = check_seed(seed, self.chain)
-            arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
+        if seed is None and max_solutions == 1:  # the server's common case
+            return Solutions(*_solve_best(position, rotation, *self._best_arguments))
+        if seed is not None:
+            seed = check_seed(seed, self.chain)
+        arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)
         return Solutions(*_solve_pose(position, rotation, *arguments))
 
     def solve_batch(
