@@ -55,8 +55,9 @@ from iknet_train.cli import (
 logger = logging.getLogger(__name__)
 REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
 # Two refined samples within this (rad, every joint) are one solution; a closed-form solution
-# within it of a sample is found.
-SAME_SOLUTION_RAD = 1e-3
+# within it of a sample is found. Near a singularity (the OM-X straight elbow) solutions within
+# the tolerance spread over ~0.01 rad.
+SAME_SOLUTION_RAD = 0.02
 # Gaussian kernel width of the MMD on (cos, sin) joint features.
 MMD_BANDWIDTH = 1.0
 
@@ -125,6 +126,8 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
     temperature = model.config.temperature if args.temperature is None else args.temperature
+    # A model of positions is judged on positions, whatever the flag says.
+    args.position_only = args.position_only or model.config.position_only
     settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
     if args.position_only:
         settings = settings.position_only()
@@ -152,7 +155,13 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     )
     exact = exact.reshape(len(poses), count)
     joints = joints.reshape(len(poses), count, chain.n_joints)
-    distinct = np.array([len(distinct_solutions(joints[b][exact[b]])) for b in range(len(poses))])
+    many = continuum(chain, settings)  # no count of solutions, and de-duplicating is slow
+    distinct = np.array(
+        [
+            exact[b].sum() if many else len(distinct_solutions(joints[b][exact[b]]))
+            for b in range(len(poses))
+        ]
+    )
     report = {
         'chain': chain.name,
         'model': str(args.model),
@@ -171,19 +180,26 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
             None if args.position_only else summary(np.degrees(raw_angle))
         ),
         'refined_exact': float(exact.mean()),
-        'distinct_solutions_per_pose': summary(distinct),
+        # A continuum (positions, or a redundant arm) has no count of solutions.
+        'distinct_solutions_per_pose': None if many else summary(distinct),
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
         'mmd': mmd_figures(chain, poses, joints, exact, settings, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
                        count, temperature),
     }  # fmt: skip
-    fan_pose = int(np.argmax(distinct))
+    fan_pose = int(np.argmax(distinct))  # the most distinct solutions (exact samples)
 
     def figure(path: Path) -> None:
-        solutions = distinct_solutions(joints[fan_pose][exact[fan_pose]])
+        found = joints[fan_pose][exact[fan_pose]]
+        solutions = found[:64] if many else distinct_solutions(found)
         plot_fan(path, chain, poses[fan_pose], raw[fan_pose], solutions)
 
     return report, figure
+
+
+def continuum(chain: Chain, settings: SolverSettings) -> bool:
+    """The solutions of a target form a continuum: more joints than the task constrains."""
+    return chain.n_joints > (3 if settings.is_position_only else 6)
 
 
 def refined_solutions(
@@ -205,11 +221,11 @@ def distinct_solutions(joints: np.ndarray) -> np.ndarray:
     """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier kept one is
     that one. Not the branch policy's de-duplication: it also adds every whole-turn twin
     (3**6 per row on a UR5), which the samples already are or are not."""
-    close = (np.abs(joints[:, None] - joints[None]) < SAME_SOLUTION_RAD).all(-1)
-    kept = np.zeros(len(joints), dtype=bool)
-    for row in range(len(joints)):
-        kept[row] = not (close[row] & kept).any()
-    return joints[kept]
+    kept: list[np.ndarray] = []
+    for row in joints:  # against the kept rows only: (kept, n) per row, not (k, k, n)
+        if not kept or not (np.abs(np.array(kept) - row) < SAME_SOLUTION_RAD).all(1).any():
+            kept.append(row)
+    return np.array(kept).reshape(-1, joints.shape[-1])
 
 
 def closed_form_coverage(
@@ -293,7 +309,7 @@ def mmd_figures(
         figures['samples'].append(mmd_squared(samples, references[0]))
         figures['reference'].append(mmd_squared(references[1], references[0]))
         if others is not None:
-            figures['compare_model'].append(mmd_squared(others, references[0]))
+            figures['compare_model'].append(mmd_squared(others, references[0], a_is_a_set=True))
 
     def mean(values: list[float]) -> float | None:
         return float(np.mean(values)) if values else None
@@ -309,21 +325,23 @@ def mmd_figures(
     }
 
 
-def mmd_squared(a: np.ndarray, b: np.ndarray) -> float:
-    """MMD^2 between joint sets a (k, n) and b (m, n) (rad): unbiased where both have two or
-    more rows; a single row (a K-head network's one solution) has no within-set term, so the
-    biased estimate, its kernel with itself, stands in."""
+def mmd_squared(a: np.ndarray, b: np.ndarray, a_is_a_set: bool = False) -> float:
+    """MMD^2 between joint sets a (k, n) and b (m, n) (rad), unbiased for draws of two
+    distributions; a_is_a_set: a is a fixed set (a K-head network's hypotheses), not draws,
+    so its own term keeps the diagonal."""
     x, y = (angle_features(torch.as_tensor(s)).numpy() for s in (a, b))
 
     def kernel(p: np.ndarray, q: np.ndarray) -> np.ndarray:
         squared = (p * p).sum(1)[:, None] + (q * q).sum(1)[None] - 2.0 * p @ q.T
         return np.exp(-squared / (2.0 * MMD_BANDWIDTH**2))
 
-    def within(p: np.ndarray) -> float:
+    def within(p: np.ndarray, whole: bool) -> float:
         k = kernel(p, p)
-        return 1.0 if len(p) == 1 else float((k.sum() - np.trace(k)) / (len(p) * (len(p) - 1)))
+        if whole:
+            return float(k.mean())
+        return float((k.sum() - np.trace(k)) / (len(p) * (len(p) - 1)))
 
-    return within(x) + within(y) - 2.0 * float(kernel(x, y).mean())
+    return within(x, a_is_a_set) + within(y, False) - 2.0 * float(kernel(x, y).mean())
 
 
 def speed(
@@ -352,6 +370,7 @@ def speed(
 
 def format_markdown(report: dict) -> str:
     raw, angle = report['raw_position_error_mm'], report['raw_orientation_error_deg']
+    distinct = report['distinct_solutions_per_pose']
     coverage, mmd, speed_ = report['closed_form_coverage'], report['mmd'], report['speed']
     tolerance = report['tolerance']['orientation_rad']
     orientation = '' if tolerance is None else f' and {tolerance:g} rad'
@@ -372,14 +391,18 @@ def format_markdown(report: dict) -> str:
            f'{angle["mean"]:.3g} / {angle["median"]:.3g} / {angle["p95"]:.3g}')
         + ' |',
         f'| refined samples exact | {100 * report["refined_exact"]:.2f} % |',
-        f'| distinct solutions per pose: median / max | '
-        f'{report["distinct_solutions_per_pose"]["median"]:g} / '
-        f'{report["distinct_solutions_per_pose"]["max"]:g} |',
+        '| distinct solutions per pose: median / max | '
+        + (
+            'a continuum'
+            if distinct is None
+            else f'{distinct["median"]:g} / {distinct["max"]:g}'
+        )
+        + ' |',
     ]  # fmt: skip
     if coverage is not None and coverage['every_branch_found'] is not None:
         lines.append(
             f'| every closed-form solution inside the limits found | '
-            f'{100 * coverage["every_branch_found"]:.1f} % of {coverage["poses"]} poses |'
+            f'{100 * coverage["every_branch_found"]:.2f} % of {coverage["poses"]} poses |'
         )
     if mmd['samples_to_reference'] is not None:
         lines.append(

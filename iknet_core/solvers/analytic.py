@@ -62,7 +62,9 @@ def _solve_best(position, rotation, geometry_values, joints, tip, bounds, full_t
     """_solve_pose for the server's common query, one solution without a seed, in 8 arguments
     instead of 12: on the cold cache a request wakes the server to, each costs ~0.3 us."""
     n = joints.shape[0]
-    no_shift, no_seed = np.zeros((1, n)), np.zeros(n)  # one solution ranks no whole-turn twins
+    # For one solution the policy picks each candidate's best whole-turn twin itself and reads
+    # no shift rows; the seed is unused without has_seed.
+    no_shift, no_seed = np.zeros((1, n)), np.zeros(n)
     return _solve_pose(
         position, rotation, geometry_values, joints, tip, no_shift, bounds, full_turn, settings,
         no_seed, False, 1,
@@ -91,7 +93,10 @@ class AnalyticSolver:
         self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
         _, bounds, full_turn, settings, *_ = self.policy.kernel_arguments(None, 1)
         self._best_arguments = (*self._chain_arguments, bounds, full_turn, settings)
-        self.solve(np.zeros(3), np.eye(3))  # load (or compile) the kernels now
+        # Load (or compile) the kernels now: the common query's, and the one for a seed or
+        # several solutions (called from Python, it has another signature than inside).
+        self.solve(np.zeros(3), np.eye(3))
+        self.solve(np.zeros(3), np.eye(3), max_solutions=2)
 
     def solve(
         self,
