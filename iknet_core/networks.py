@@ -178,6 +178,25 @@ def joint_arcs(low: Sequence[float], high: Sequence[float]) -> dict[str, list[fl
     return {'joint_centers': centers, 'joint_half_ranges': half_ranges}
 
 
+def output_ranges(config, within_a_turn: bool) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A config's joint_centers and joint_half_ranges (rad; empty: 0 and pi for every joint),
+    checked: one per joint, each half range > 0, and at most pi when within_a_turn (an
+    output circle spans at most a turn)."""
+    n = config.n_joints
+    centers = config.joint_centers or (0.0,) * n
+    half_ranges = config.joint_half_ranges or (math.pi,) * n
+    if not len(centers) == len(half_ranges) == n:
+        raise ValueError(
+            f'joint_centers and joint_half_ranges need {n} values each, got '
+            f'{len(centers)} and {len(half_ranges)}'
+        )
+    largest = math.pi if within_a_turn else math.inf
+    if not all(0.0 < h <= largest for h in half_ranges):
+        bound = 'in (0, pi]' if within_a_turn else '> 0'
+        raise ValueError(f'joint_half_ranges must be {bound}, got {half_ranges}')
+    return tuple(centers), tuple(half_ranges)
+
+
 class ResidualBlock(nn.Module):
     def __init__(self, width: int) -> None:
         super().__init__()
@@ -203,15 +222,7 @@ class MultiHypothesisIKNet(IKNetwork):
         self.blocks = nn.Sequential(*(ResidualBlock(config.width) for _ in range(config.n_blocks)))
         self.norm = nn.LayerNorm(config.width)
         self.head = nn.Linear(config.width, config.n_hypotheses * config.n_joints * 2)
-        centers = config.joint_centers or (0.0,) * config.n_joints
-        half_ranges = config.joint_half_ranges or (math.pi,) * config.n_joints
-        if not len(centers) == len(half_ranges) == config.n_joints:
-            raise ValueError(
-                f'joint_centers and joint_half_ranges need {config.n_joints} values each, got '
-                f'{len(centers)} and {len(half_ranges)}'
-            )
-        if not all(0.0 < h <= math.pi for h in half_ranges):
-            raise ValueError(f'joint_half_ranges must be in (0, pi], got {half_ranges}')
+        centers, half_ranges = output_ranges(config, within_a_turn=True)
         self.register_buffer('joint_center', torch.tensor(centers), persistent=False)
         self.register_buffer('joint_scale', torch.tensor(half_ranges) / math.pi, persistent=False)
 
@@ -301,15 +312,7 @@ class MixtureIKNet(IKNetwork):
             )
             for j in range(n)
         )
-        centers = config.joint_centers or (0.0,) * n
-        half_ranges = config.joint_half_ranges or (math.pi,) * n
-        if not len(centers) == len(half_ranges) == n:
-            raise ValueError(
-                f'joint_centers and joint_half_ranges need {n} values each, got '
-                f'{len(centers)} and {len(half_ranges)}'
-            )
-        if not all(h > 0.0 for h in half_ranges):
-            raise ValueError(f'joint_half_ranges must be > 0, got {half_ranges}')
+        centers, half_ranges = output_ranges(config, within_a_turn=False)
         self.register_buffer('joint_center', torch.tensor(centers), persistent=False)
         self.register_buffer('joint_half_range', torch.tensor(half_ranges), persistent=False)
 

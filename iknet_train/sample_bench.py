@@ -32,12 +32,11 @@ import torch
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
-from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, angle_features
 from iknet_core.resources import TEST_DATA
-from iknet_core.solvers.analytic import AnalyticSolver
+from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 from iknet_core.solvers.refine import Refiner
@@ -183,7 +182,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         # A continuum (positions, or a redundant arm) has no count of solutions.
         'distinct_solutions_per_pose': None if many else summary(distinct),
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
-        'mmd': mmd_figures(chain, poses, joints, exact, settings, args),
+        'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
                        count, temperature),
     }  # fmt: skip
@@ -234,13 +233,9 @@ def closed_form_coverage(
     """For an arm with a closed form, on whole poses: the share of the poses with a closed-form
     solution inside the limits whose every such solution is among the exact samples; None
     otherwise (a position has a continuum of solutions)."""
-    if settings.is_position_only:
+    if settings.is_position_only or 'analytic' not in available_solvers(chain, None):
         return None
-    try:
-        OmxAnalyticIK(chain)
-    except ValueError:
-        return None
-    analytic = AnalyticSolver(chain, settings)
+    analytic = build_solver('analytic', chain, settings=settings)
     rotations = matrix_from_quaternion(poses[:, 3:])
     covered = []
     for b in range(len(poses)):
@@ -266,7 +261,8 @@ def mmd_figures(
     poses: np.ndarray,
     joints: np.ndarray,
     exact: np.ndarray,
-    settings: SolverSettings,
+    refiner: Refiner,
+    policy: BranchPolicy,
     args: argparse.Namespace,
 ) -> dict:
     """Mean MMD^2 to random-restart solutions of the exact samples, of the --compare-model's
@@ -274,8 +270,6 @@ def mmd_figures(
     reach)."""
     rng = np.random.default_rng(args.seed)
     low, high = joint_bounds(chain, 'limits')
-    refiner = Refiner(chain, settings)
-    policy = BranchPolicy(chain, settings)
     picks = np.linspace(0, len(poses) - 1, min(args.mmd_poses, len(poses))).round().astype(int)
     compared = None
     if args.compare_model is not None:
