@@ -307,3 +307,23 @@ def test_bad_inputs_are_refused(analytic, refiner):
     empty = RefinedSolver(lambda positions, rotations: np.zeros((len(positions), 0, 4)), refiner)
     with pytest.raises(ValueError, match=r'got \(1, 0, 4\)'):
         empty.solve(np.zeros(3), np.eye(3))
+
+
+def test_targets_in_any_array_layout_solve_alike(analytic):
+    # check_pose passes C-contiguous float64 targets through as they are; every other layout
+    # is converted, and a wrong shape is refused even when its strides look right.
+    position, rotation = forward_kinematics(OMX_CHAIN, REFERENCE_JOINTS[:1])
+    position, rotation = position[0], rotation[0]
+    expected = analytic.solve(position, rotation).joints
+    layouts = [
+        (position.tolist(), rotation.tolist()),
+        (position.astype(np.float32).astype(np.float64), np.asfortranarray(rotation)),
+        (np.repeat(position, 2)[::2], rotation.T.copy().T),
+    ]
+    for layout_position, layout_rotation in layouts:
+        found = analytic.solve(layout_position, layout_rotation).joints
+        assert np.abs(found - expected).max() < 1e-6
+    with pytest.raises(ValueError, match=r'\(3, 3\)'):
+        analytic.solve(position, np.eye(4)[:3, :4].copy())
+    with pytest.raises(ValueError, match=r'\(2,\)'):
+        analytic.solve(position[:2].copy(), rotation)

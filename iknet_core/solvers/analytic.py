@@ -58,17 +58,56 @@ def _solve_pose(
 
 
 @njit(cache=True)
-def _solve_best(position, rotation, geometry_values, joints, tip, bounds, full_turn, settings):
-    """_solve_pose for the server's common query, one solution without a seed, in 8 arguments
-    instead of 12: on the cold cache a request wakes the server to, each costs ~0.3 us."""
-    n = joints.shape[0]
+def _solve_best(position, rotation, constants):
+    """_solve_pose for the server's common query, one solution without a seed, in 3 arguments.
+
+    On the cold cache a request wakes the server to, numba pays about 1 us per argument to type
+    and unbox it (2-3 us for a tuple), more than the closed form itself; so the arm's constants
+    come as one flat array, `_best_constants`, read back here as views."""
+    c = constants
+    n = int(c[0])
+    geometry = (c[1], c[2], complex(c[3], c[4]), complex(c[5], c[6]), complex(c[7], c[8]),
+                complex(c[9], c[10]))  # fmt: skip
+    settings = (c[11], c[12], c[13], int(c[14]), c[15], int(c[16]), int(c[17]))
+    start = _CONSTANTS_HEAD
+    joints = c[start : start + 15 * n].reshape((n, 5, 3))
+    start += 15 * n
+    tip = c[start : start + 12].reshape((4, 3))
+    start += 12
+    bounds = c[start : start + 4 * n].reshape((4, n))
+    full_turn = c[start + 4 * n : start + 5 * n]
     # For one solution the policy picks each candidate's best whole-turn twin itself and reads
-    # no shift rows; the seed is unused without has_seed.
-    no_shift, no_seed = np.zeros((1, n)), np.zeros(n)
+    # no shift rows; the seed is unused without has_seed. Both are the constants' zeros.
+    no_seed = c[start + 5 * n : start + 6 * n]
+    no_shift = no_seed.reshape((1, n))
     return _solve_pose(
-        position, rotation, geometry_values, joints, tip, no_shift, bounds, full_turn, settings,
+        position, rotation, geometry, joints, tip, no_shift, bounds, full_turn, settings,
         no_seed, False, 1,
     )  # fmt: skip
+
+
+# Scalars before the arrays in _best_constants: n, the geometry (10), the settings (7).
+_CONSTANTS_HEAD = 18
+
+
+def _best_constants(
+    geometry: OmxGeometry,
+    joints: np.ndarray,
+    tip: np.ndarray,
+    bounds: np.ndarray,
+    full_turn: np.ndarray,
+    settings: tuple,
+) -> np.ndarray:
+    """What _solve_best reads, as one float64 array in its order."""
+    n = len(joints)
+    if joints.shape != (n, 5, 3) or tip.shape != (4, 3) or bounds.shape != (4, n):
+        raise ValueError(f'unexpected kernel arrays {joints.shape}, {tip.shape}, {bounds.shape}')
+    scalars = [n, geometry.axis_x, geometry.axis_y]
+    for point in geometry[2:]:
+        scalars += [point.real, point.imag]
+    scalars += [float(value) for value in settings]
+    arrays = (joints, tip, bounds, full_turn, np.zeros(n))
+    return np.concatenate([np.array(scalars, dtype=np.float64)] + [a.ravel() for a in arrays])
 
 
 class AnalyticSolver:
@@ -92,7 +131,9 @@ class AnalyticSolver:
         # SolverSettings.kernel).
         self._chain_arguments = (tuple(self.ik.geometry), self._arrays.joints, self._arrays.tip)
         _, bounds, full_turn, settings, *_ = self.policy.kernel_arguments(None, 1)
-        self._best_arguments = (*self._chain_arguments, bounds, full_turn, settings)
+        self._best_constants = _best_constants(
+            self.ik.geometry, self._arrays.joints, self._arrays.tip, bounds, full_turn, settings
+        )
         # Load (or compile) the kernels now: the common query's, and the one for a seed or
         # several solutions (called from Python, it has another signature than inside).
         self.solve(np.zeros(3), np.eye(3))
@@ -108,7 +149,7 @@ class AnalyticSolver:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
         position, rotation = check_pose(position, rotation)
         if seed is None and max_solutions == 1:  # the server's common case
-            return Solutions(*_solve_best(position, rotation, *self._best_arguments))
+            return Solutions(*_solve_best(position, rotation, self._best_constants))
         if seed is not None:
             seed = check_seed(seed, self.chain)
         arguments = self._chain_arguments + self.policy.kernel_arguments(seed, max_solutions)

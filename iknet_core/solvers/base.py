@@ -36,8 +36,24 @@ class Solver(Protocol):
         ...
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def check_pose(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One target as C-contiguous float64 (3,), (3, 3); ValueError naming the shape otherwise."""
+    if (
+        type(position) is np.ndarray
+        and type(rotation) is np.ndarray
+        and position.dtype is _FLOAT64
+        and rotation.dtype is _FLOAT64
+        and position.shape == (3,)
+        and position.strides == (8,)
+        and rotation.shape == (3, 3)
+        and rotation.strides == (24, 8)
+    ):
+        # Already so (a server's checked request): attribute reads cost a third of what two
+        # np.ascontiguousarray calls do on the cold cache a request wakes the server to.
+        return position, rotation
     position = np.ascontiguousarray(position, dtype=np.float64)
     rotation = np.ascontiguousarray(rotation, dtype=np.float64)
     if position.shape != (3,) or rotation.shape != (3, 3):
