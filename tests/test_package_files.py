@@ -3,6 +3,8 @@
 import importlib
 import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -203,3 +205,23 @@ def test_readme_names_the_two_commands_and_the_env_file():
     ci = (REPO_ROOT / '.ci' / 'run').read_text()
     assert 'make test' in ci
     assert Path(REPO_ROOT / 'Makefile').read_text().count('tools/') >= 2
+
+
+def test_torch_openmp_spin_is_set_before_torch_loads():
+    # libgomp reads GOMP_SPINCOUNT once, when torch loads: each part sets it on import, first.
+    code = (
+        'import os, sys\n'
+        'for part in ("iknet_train", "iknet_ros", "iknet_collect"):\n'
+        '    __import__(part)\n'
+        'assert "torch" not in sys.modules, "a package imported torch before setting it"\n'
+        'print(os.environ["GOMP_SPINCOUNT"])\n'
+    )
+    environment = {k: v for k, v in os.environ.items() if k != 'GOMP_SPINCOUNT'}
+    for given, expected in ((None, '30000'), ('5', '5')):
+        if given:
+            environment['GOMP_SPINCOUNT'] = given
+        result = subprocess.run(
+            [sys.executable, '-c', code], env=environment, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == expected
