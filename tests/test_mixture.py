@@ -142,6 +142,16 @@ def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solut
         assert torch.equal(loaded.model(poses), planar_model(poses))
     proposer = NetworkProposer(path)
     assert proposer.backend == 'torch' and 'mixture' in proposer.describe()
+    # One draw per call for the whole batch: CPU blocks would repeat the draws block by block.
+    import iknet_core.solvers.network as network
+
+    many, _ = planar_data(12, seed=4)
+    positions = many[:, :3].numpy().astype(np.float64)
+    rotations = np.repeat(np.eye(3)[None], 12, 0)
+    whole = proposer(positions, rotations)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(network, 'CPU_BLOCK_ROWS', 4)
+        assert np.array_equal(proposer(positions, rotations), whole)
     with pytest.raises(ValueError, match='samples in torch, not onnxruntime'):
         NetworkProposer(path, backend='onnxruntime')
     with pytest.raises(ValueError, match='only K-head networks export'):

@@ -51,6 +51,19 @@ def test_backends_propose_the_same_hypotheses(model_path, targets):
         assert np.abs(difference).max() < 1e-4, name
 
 
+def test_cpu_batches_in_blocks_propose_what_one_call_does(model_path, targets, monkeypatch):
+    import iknet_core.solvers.network as network
+
+    positions, rotations = targets
+    proposer = NetworkProposer(model_path, 'cpu', 'torch')
+    whole = proposer(positions, rotations)
+    monkeypatch.setattr(network, 'CPU_BLOCK_ROWS', 7)  # 40 poses: 6 blocks, the last short
+    # float32 sums in another order (the matrix products are blocked differently): ~1e-6 rad.
+    blocked = proposer(positions, rotations)
+    assert np.abs(wrapped_difference(blocked, whole)).max() < 1e-5
+    assert proposer(positions[:0], rotations[:0]).shape == (0, 4, 4)
+
+
 def test_refined_solutions_agree_across_backends_within_1e_5_rad(model_path, targets):
     positions, rotations = targets
     tolerance = Tolerance(1e-9, 1e-9)

@@ -18,6 +18,7 @@ from iknet_core.solvers import (
     Tolerance,
     constant_proposer,
 )
+from iknet_core.solvers.base import check_pose
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
@@ -310,19 +311,23 @@ def test_bad_inputs_are_refused(analytic, refiner):
 
 
 def test_targets_in_any_array_layout_solve_alike(analytic):
-    # check_pose passes C-contiguous float64 targets through as they are; every other layout
-    # is converted, and a wrong shape is refused even when its strides look right.
+    # check_pose passes C-contiguous native float64 targets through as they are (the server's
+    # checked requests); every other layout is converted, and a wrong shape is refused.
     position, rotation = forward_kinematics(OMX_CHAIN, REFERENCE_JOINTS[:1])
     position, rotation = position[0], rotation[0]
+    checked = check_pose(position, rotation)
+    assert checked[0] is position and checked[1] is rotation
     expected = analytic.solve(position, rotation).joints
     layouts = [
         (position.tolist(), rotation.tolist()),
-        (position.astype(np.float32).astype(np.float64), np.asfortranarray(rotation)),
-        (np.repeat(position, 2)[::2], rotation.T.copy().T),
+        (position.astype('>f8'), np.asfortranarray(rotation)),  # big-endian, column-major
+        (np.repeat(position, 2)[::2], rotation.astype(np.float32)),  # strided, single precision
     ]
     for layout_position, layout_rotation in layouts:
+        converted = check_pose(layout_position, layout_rotation)
+        assert all(a.flags.c_contiguous and a.dtype == np.float64 for a in converted)
         found = analytic.solve(layout_position, layout_rotation).joints
-        assert np.abs(found - expected).max() < 1e-6
+        assert np.abs(found - expected).max() < 1e-5
     with pytest.raises(ValueError, match=r'\(3, 3\)'):
         analytic.solve(position, np.eye(4)[:3, :4].copy())
     with pytest.raises(ValueError, match=r'\(2,\)'):

@@ -100,8 +100,9 @@ def _best_constants(
 ) -> np.ndarray:
     """What _solve_best reads, as one float64 array in its order."""
     n = len(joints)
-    if joints.shape != (n, 5, 3) or tip.shape != (4, 3) or bounds.shape != (4, n):
-        raise ValueError(f'unexpected kernel arrays {joints.shape}, {tip.shape}, {bounds.shape}')
+    shapes = (joints.shape, tip.shape, bounds.shape, full_turn.shape, len(geometry), len(settings))
+    if shapes != ((n, 5, 3), (4, 3), (4, n), (n,), 6, 7):  # _solve_best reads them by offset
+        raise ValueError(f'unexpected kernel arguments for _solve_best: {shapes}')
     scalars = [n, geometry.axis_x, geometry.axis_y]
     for point in geometry[2:]:
         scalars += [point.real, point.imag]
