@@ -6,6 +6,7 @@ The one home for metrics: the test script, the training loop and the benchmark a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from iknet_core.kinematics.transforms import (
 
 WITHIN_MM = (1.0, 5.0, 10.0)
 PERCENTILES = {'median': 50.0, 'p95': 95.0, 'p99': 99.0}
+# Two solutions within this (rad, every joint) are one; a closed-form solution within it of a
+# sample is found. Near a singularity (the OM-X straight elbow) solutions within the tolerance
+# spread over ~0.01 rad.
+SAME_SOLUTION_RAD = 0.02
 
 
 def pose_errors(chain: Chain, joints: Array, poses: Array) -> tuple[Array, Array]:
@@ -85,3 +90,40 @@ def accuracy_report(
             name: summary(difference[:, i]) for i, name in enumerate(chain.joint_names)
         }
     return report
+
+
+def distinct_solutions(joints: np.ndarray) -> np.ndarray:
+    """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier kept one is
+    that one. Not the branch policy's de-duplication: it also adds every whole-turn twin
+    (3**6 per row on a UR5), which the samples already are or are not."""
+    kept: list[np.ndarray] = []
+    for row in joints:  # against the kept rows only: (kept, n) per row, not (k, k, n)
+        if not kept or not (np.abs(np.array(kept) - row) < SAME_SOLUTION_RAD).all(1).any():
+            kept.append(row)
+    return np.array(kept).reshape(-1, joints.shape[-1])
+
+
+def solution_diversity(
+    solve: Callable[..., object], positions: np.ndarray, rotations: np.ndarray, asked: int
+) -> dict:
+    """How many distinct exact solutions a solver gives per pose when asked for `asked`:
+    solve(position (3,), rotation (3, 3), max_solutions=asked) -> Solutions, for each target of
+    positions (B, 3), rotations (B, 3, 3). Exact: within the solver's tolerance and the reach."""
+    if asked < 1 or len(positions) == 0:
+        raise ValueError(f'need at least one pose and one solution, got {len(positions)}, {asked}')
+    counts = np.array(
+        [
+            len(distinct_solutions(found.joints[found.meets_tolerance]))
+            for found in (
+                solve(position, rotation, max_solutions=asked)
+                for position, rotation in zip(positions, rotations, strict=True)
+            )
+        ]
+    )
+    return {
+        'asked': asked,
+        'n_poses': len(counts),
+        'distinct_exact': summary(counts),
+        'several': float((counts >= 2).mean()),
+        'none': float((counts == 0).mean()),
+    }

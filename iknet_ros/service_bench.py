@@ -166,7 +166,7 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog='service_bench',
-        description=__doc__.splitlines()[0],
+        description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument('--requests', type=int, default=1000, help='timed requests per server')

@@ -30,7 +30,13 @@ import numpy as np
 from iknet_core.device import DEVICES
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
-from iknet_core.metrics import pose_errors, summary, within_mm
+from iknet_core.metrics import (
+    SAME_SOLUTION_RAD,
+    pose_errors,
+    solution_diversity,
+    summary,
+    within_mm,
+)
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import (
     NETWORK_SOLVERS,
@@ -47,8 +53,10 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_model_argument,
     add_position_only_argument,
+    add_solutions_arguments,
     add_target_arguments,
     chain_from_args,
+    solutions_subset,
     target_poses,
 )
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
@@ -83,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_target_arguments(parser, TEST_DATA)
     add_position_only_argument(parser)
     add_model_argument(parser)
+    add_solutions_arguments(parser)
     parser.add_argument('--device', choices=DEVICES, default='auto', help='where the network runs')
     parser.add_argument(
         '--backend', choices=BACKENDS, default='compiled', help='how the network runs'
@@ -202,6 +211,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     else:
         proposer, chain = None, asked or OMX_CHAIN
 
+    solutions_subset(args, 1)  # bad --solutions values fail before any solver runs
     poses, recorded, source = target_poses(args, chain, TEST_DATA)
     if args.max_poses is not None and args.max_poses < len(poses):
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
@@ -241,6 +251,14 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
             continue
         print(f'{name}: {contender.description}')
         result, errors[name] = measure(contender, chain, policy, tolerance, poses, reachable, args)
+        if args.solutions and name in SOLVER_NAMES:  # the peers give one solution
+            subset = poses[solutions_subset(args, len(poses))]
+            result['diversity'] = solution_diversity(
+                contender.solve_one,
+                np.ascontiguousarray(subset[:, :3]),
+                matrix_from_quaternion(subset[:, 3:]),
+                args.solutions,
+            )
         report['solvers'][name] = result
     return report, errors
 
@@ -411,6 +429,23 @@ def format_markdown(report: dict) -> str:
             _number(result['batch_solutions_per_s']),
         ]
         lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+    diverse = {k: v['diversity'] for k, v in report['solvers'].items() if 'diversity' in v}
+    if diverse:
+        first = next(iter(diverse.values()))
+        lines += [
+            '',
+            f'Distinct exact solutions per pose, {first["asked"]} asked for, on '
+            f'{first["n_poses"]} of the poses (distinct: {SAME_SOLUTION_RAD} rad apart in '
+            'some joint):',
+            '',
+            '| solver | mean | median | max | poses with 2 or more | with none |',
+            '|---|---|---|---|---|---|',
+        ]
+        for name, diversity in diverse.items():
+            counts = diversity['distinct_exact']
+            cells = [_number(counts['mean']), _number(counts['median']), _number(counts['max'])]
+            cells += [_percent(diversity['several']), _percent(diversity['none'])]
+            lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
     lines += ['', 'Solvers:', '']
     lines += [f'- {name}: {result["description"]}' for name, result in report['solvers'].items()]
     lines += [f'- {name}: skipped, {reason}' for name, reason in report['skipped'].items()]

@@ -46,6 +46,35 @@ def add_position_only_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_solutions_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--solutions',
+        type=int,
+        default=0,
+        metavar='N',
+        help='also ask each iknet solver for N solutions per pose and report how many distinct '
+        'exact ones it gives (0: do not)',
+    )
+    parser.add_argument(
+        '--solutions-poses',
+        type=int,
+        default=200,
+        help='poses (evenly spaced) the --solutions figure is measured on',
+    )
+
+
+def solutions_subset(args: argparse.Namespace, count: int) -> np.ndarray:
+    """Indices of the poses the --solutions figure uses; ValueError for bad values."""
+    if args.solutions < 0 or args.solutions_poses < 1:
+        raise ValueError(
+            f'--solutions must be >= 0 and --solutions-poses >= 1, got {args.solutions} and '
+            f'{args.solutions_poses}'
+        )
+    return np.unique(np.linspace(0, count - 1, min(count, args.solutions_poses)).round()).astype(
+        int
+    )
+
+
 def chain_from_args(args: argparse.Namespace) -> Chain | None:
     """The chain --chain or --urdf/--base/--tip name, or None when neither is given."""
     if args.urdf is not None:

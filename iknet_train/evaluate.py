@@ -19,7 +19,12 @@ import numpy as np
 from iknet_core.device import DEVICES
 from iknet_core.kinematics.chain import OMX_CHAIN, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
-from iknet_core.metrics import accuracy_report, pose_errors, wrapped_difference
+from iknet_core.metrics import (
+    accuracy_report,
+    pose_errors,
+    solution_diversity,
+    wrapped_difference,
+)
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
@@ -29,8 +34,10 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_model_argument,
     add_position_only_argument,
+    add_solutions_arguments,
     add_target_arguments,
     chain_from_args,
+    solutions_subset,
     target_poses,
 )
 from iknet_train.plots import plot_error_histogram, plot_workspace_error, plot_worst_cases
@@ -47,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chain_arguments(parser)
     add_target_arguments(parser, TEST_DATA)
     add_position_only_argument(parser)
+    add_solutions_arguments(parser)
     parser.add_argument('--seed', type=int, default=0, help='seed of the sampled poses')
     parser.add_argument(
         '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
@@ -89,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
+    solutions_subset(args, 1)  # bad --solutions values fail before any work
     about, solver = method_under_test(args)
     chain = solver.chain
     poses, joints, source = target_poses(args, chain, TEST_DATA)
@@ -115,6 +124,11 @@ def evaluate(args: argparse.Namespace) -> dict:
         'time_per_query_us': timing['single_query_median_us'],
         'queries_per_s': timing['batch_solutions_per_s'],
     }
+    if args.solutions:
+        subset = solutions_subset(args, len(poses))
+        report['diversity'] = solution_diversity(
+            solver.solve, positions[subset], rotations[subset], args.solutions
+        )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
     if args.plots:
@@ -200,6 +214,15 @@ def format_table(report: dict) -> str:
         f'{report["queries_per_s"]:.0f} queries/s',
         f'reference IKNet loss figure: {report["reference_loss"]:.6f}',
     ]
+    if 'diversity' in report:
+        diversity = report['diversity']
+        counts = diversity['distinct_exact']
+        lines.append(
+            f'distinct exact solutions per pose ({diversity["asked"]} asked for, '
+            f'{diversity["n_poses"]} poses): mean {counts["mean"]:.2f}, median '
+            f'{counts["median"]:g}, max {counts["max"]:g}; {100 * diversity["several"]:.1f} % '
+            'of poses have 2 or more'
+        )
     return '\n'.join(lines)
 
 

@@ -39,7 +39,7 @@ PATH_PEERS = ('roboticstoolbox', 'ikpy')
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-path-bench',
-        description=__doc__.splitlines()[0],
+        description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(

@@ -33,7 +33,7 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
-from iknet_core.metrics import pose_errors, summary
+from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions, pose_errors, summary
 from iknet_core.networks import MixtureIKNet, angle_features
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
@@ -53,10 +53,6 @@ from iknet_train.cli import (
 
 logger = logging.getLogger(__name__)
 REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
-# Two refined samples within this (rad, every joint) are one solution; a closed-form solution
-# within it of a sample is found. Near a singularity (the OM-X straight elbow) solutions within
-# the tolerance spread over ~0.01 rad.
-SAME_SOLUTION_RAD = 0.02
 # Gaussian kernel width of the MMD on (cos, sin) joint features.
 MMD_BANDWIDTH = 1.0
 
@@ -214,17 +210,6 @@ def refined_solutions(
         refined.orientation_errors[:, None],
     )
     return joints, refined.converged & policy.within_limits(joints)
-
-
-def distinct_solutions(joints: np.ndarray) -> np.ndarray:
-    """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier kept one is
-    that one. Not the branch policy's de-duplication: it also adds every whole-turn twin
-    (3**6 per row on a UR5), which the samples already are or are not."""
-    kept: list[np.ndarray] = []
-    for row in joints:  # against the kept rows only: (kept, n) per row, not (k, k, n)
-        if not kept or not (np.abs(np.array(kept) - row) < SAME_SOLUTION_RAD).all(1).any():
-            kept.append(row)
-    return np.array(kept).reshape(-1, joints.shape[-1])
 
 
 def closed_form_coverage(

@@ -103,6 +103,22 @@ def test_the_shipped_model_with_refinement_solves_every_test_pose(tmp_path: Path
     assert refined['position_error_mm']['max'] <= 0.01
 
 
+def test_solutions_flag_reports_distinct_exact_solutions(files, tmp_path: Path, no_peers):
+    _, recording = files
+    out = tmp_path / 'out'
+    argv = ['--data', str(recording), '--out', str(out), '--solvers', 'analytic',
+            'refine-from-zero', '--solutions', '8', '--solutions-poses', '50', *FAST]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads((out / 'bench.json').read_text())
+    analytic = report['solvers']['analytic']['diversity']
+    assert analytic['asked'] == 8 and analytic['n_poses'] == 50
+    # Both elbows, and joint1's twin past pi, where the limits let the arm take them.
+    assert analytic['none'] == 0.0 and analytic['distinct_exact']['max'] >= 2
+    assert analytic['several'] > 0.0
+    assert 'Distinct exact solutions per pose, 8 asked for' in (out / 'bench.md').read_text()
+    assert main([*argv[:-6], '--solutions', '-1']) == 1
+
+
 def test_a_peer_that_fails_to_build_is_reported(
     files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -104,3 +104,16 @@ def test_solver_flag_measures_the_server_backends(files, tmp_path: Path, capsys)
     # The untrained test model is a poor guess; refinement takes it to the target.
     refined, alone = reports['network+refine'], reports['network']
     assert refined['position_error_mm']['median'] < 1e-3 < alone['position_error_mm']['median']
+
+
+def test_solutions_flag_prints_distinct_exact_solutions(files, tmp_path: Path, capsys) -> None:
+    _, recording = files
+    path = tmp_path / 'analytic.json'
+    argv = ['--data', str(recording), '--json', str(path), '--plots', '', '--solver', 'analytic',
+            '--timing-queries', '5', '--solutions', '4', '--solutions-poses', '30']  # fmt: skip
+    assert main(argv) == 0
+    diversity = json.loads(path.read_text())['diversity']
+    assert diversity['n_poses'] == 30 and diversity['distinct_exact']['mean'] >= 1.0
+    assert 'distinct exact solutions per pose (4 asked for, 30 poses)' in capsys.readouterr().out
+    assert main([*argv[:-2], '--solutions-poses', '0']) == 1
+    assert '--solutions-poses >= 1' in capsys.readouterr().err

@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.metrics import accuracy_report, pose_errors, summary, within_mm, wrapped_difference
+from iknet_core.metrics import (
+    accuracy_report,
+    pose_errors,
+    solution_diversity,
+    summary,
+    within_mm,
+    wrapped_difference,
+)
+from iknet_core.solvers.result import Solutions
 from iknet_train.synthetic import synthetic_samples
 
 # The FACTS.md row with joint1 past pi.
@@ -60,3 +68,22 @@ def test_accuracy_report_keys() -> None:
     assert set(report['joint_error_rad']) == set(OMX_CHAIN.joint_names)
     assert report['joint_error_rad']['joint1']['max'] == pytest.approx(0.01)
     assert report['within_mm'].keys() == {'1', '5', '10'}
+
+
+def test_solution_diversity_counts_distinct_exact_solutions() -> None:
+    rows = np.array([[0.0, 0.0], [0.01, -0.01], [0.5, 0.0], [1.0, 1.0]])  # a repeat, a miss
+    found = Solutions(
+        rows, np.zeros(4), np.zeros(4), np.ones(4, bool), np.array([True, True, True, False])
+    )
+    asked = []
+
+    def solve(position, rotation, max_solutions):
+        asked.append(max_solutions)
+        return found
+
+    report = solution_diversity(solve, np.zeros((3, 3)), np.zeros((3, 3, 3)), 6)
+    assert asked == [6, 6, 6]
+    assert report['distinct_exact']['max'] == 2 and report['several'] == 1.0
+    assert report['none'] == 0.0 and report['n_poses'] == 3
+    with pytest.raises(ValueError, match='at least one pose'):
+        solution_diversity(solve, np.zeros((0, 3)), np.zeros((0, 3, 3)), 6)

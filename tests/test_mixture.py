@@ -12,6 +12,7 @@ from iknet.srv import SolveIK
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.metrics import distinct_solutions
 from iknet_core.networks import MixtureIKNet, build_model
 from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
@@ -19,7 +20,7 @@ from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.losses import mixture_loss
-from iknet_train.sample_bench import distinct_solutions, main, mmd_squared
+from iknet_train.sample_bench import main, mmd_squared
 
 # Two links in a plane, reached in position only: every target has an elbow-up and an
 # elbow-down solution, which a sampler must both find.
