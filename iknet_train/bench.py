@@ -211,11 +211,16 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     else:
         proposer, chain = None, asked or OMX_CHAIN
 
-    solutions_subset(args, 1)  # bad --solutions values fail before any solver runs
     poses, recorded, source = target_poses(args, chain, TEST_DATA)
     if args.max_poses is not None and args.max_poses < len(poses):
         keep = np.linspace(0, len(poses) - 1, args.max_poses).round().astype(int)
         poses, recorded = poses[keep], recorded[keep]
+    # Before any solver runs, so bad --solutions values fail first; one subset for every solver.
+    diverse_poses = poses[solutions_subset(args, len(poses))]
+    diverse_targets = (
+        np.ascontiguousarray(diverse_poses[:, :3]),
+        matrix_from_quaternion(diverse_poses[:, 3:]),
+    )
     policy = BranchPolicy(chain, settings)
     recorded_error, recorded_angle = pose_errors(chain, recorded, poses)
     reachable = tolerance.met(recorded_error, recorded_angle) & policy.within_reach(recorded)
@@ -252,12 +257,8 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         print(f'{name}: {contender.description}')
         result, errors[name] = measure(contender, chain, policy, tolerance, poses, reachable, args)
         if args.solutions and name in SOLVER_NAMES:  # the peers give one solution
-            subset = poses[solutions_subset(args, len(poses))]
             result['diversity'] = solution_diversity(
-                contender.solve_one,
-                np.ascontiguousarray(subset[:, :3]),
-                matrix_from_quaternion(subset[:, 3:]),
-                args.solutions,
+                contender.solve_one, *diverse_targets, args.solutions
             )
         report['solvers'][name] = result
     return report, errors

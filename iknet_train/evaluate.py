@@ -97,10 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
-    solutions_subset(args, 1)  # bad --solutions values fail before any work
     about, solver = method_under_test(args)
     chain = solver.chain
     poses, joints, source = target_poses(args, chain, TEST_DATA)
+    diverse = solutions_subset(args, len(poses))  # bad --solutions values fail before solving
     positions, rotations = poses[:, :3], matrix_from_quaternion(poses[:, 3:])
     _, timing = time_solver(
         solver.solve,
@@ -125,9 +125,8 @@ def evaluate(args: argparse.Namespace) -> dict:
         'queries_per_s': timing['batch_solutions_per_s'],
     }
     if args.solutions:
-        subset = solutions_subset(args, len(poses))
         report['diversity'] = solution_diversity(
-            solver.solve, positions[subset], rotations[subset], args.solutions
+            solver.solve, positions[diverse], rotations[diverse], args.solutions
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
