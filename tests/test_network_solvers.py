@@ -82,6 +82,29 @@ def test_refined_solutions_agree_across_backends_within_1e_5_rad(model_path, tar
                 assert np.abs(difference).max() < 1e-5, (backend, index)
 
 
+@pytest.mark.parametrize('solver_name', ['network', 'network+refine'])
+def test_single_query_kernel_answers_as_the_network_called_apart(tmp_path, targets, solver_name):
+    """The compiled backend runs the network inside the first try's kernel; torch's proposals
+    take the separate path. One hypothesis (the lone-seed case) and the unrefined solver too."""
+    torch.manual_seed(1)
+    arcs = joint_arcs(*(bounds.tolist() for bounds in joint_bounds(OMX_CHAIN, 'reach')))
+    model = build_model('iknet', {'width': 32, 'n_blocks': 1, 'n_hypotheses': 1, **arcs})
+    path = save_checkpoint(tmp_path / 'one.pt', model, 'iknet', OMX_CHAIN)
+    fused, apart = (
+        build_solver(solver_name, OMX_CHAIN, NetworkProposer(path, 'cpu', backend))
+        for backend in ('compiled', 'torch')
+    )
+    assert fused._network is not None and apart._network is None
+    for position, rotation in zip(*targets, strict=True):
+        one, other = fused.solve(position, rotation), apart.solve(position, rotation)
+        assert one.success == other.success
+        assert np.abs(wrapped_difference(one.joints, other.joints)).max() < 1e-5
+        # float32 sums in another order: ~1e-6 rad apart before refinement.
+        np.testing.assert_allclose(
+            one.position_errors, other.position_errors, rtol=1e-5, atol=1e-7
+        )
+
+
 def test_compiled_network_refuses_other_architectures():
     with pytest.raises(ValueError, match='only MultiHypothesisIKNet compiles'):
         CompiledNetwork(build_model('reference'))

@@ -68,6 +68,12 @@ class NetworkProposer:
             f'{"" if self.backend == "onnxruntime" else f" ({self.device})"}'
         )
 
+    @property
+    def compiled_weights(self) -> tuple | None:
+        """The numba network's weights, for kernels that run it inside (a single query's first
+        try in refined.py); None on the other backends."""
+        return None if self._compiled is None else self._compiled.weights
+
     def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         positions, rotations = check_poses(positions, rotations)
         if self._compiled is not None and len(positions) <= COMPILED_MAX_BATCH:

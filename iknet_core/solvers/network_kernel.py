@@ -20,9 +20,29 @@ if TYPE_CHECKING:  # torch loads only when a network is compiled, not with the k
 LAYER_NORM_EPS = 1e-5
 
 
-@numba.njit(cache=True, fastmath=True, inline='always')
-def _silu(x: float) -> float:
-    return x / (1.0 + math.exp(-x))
+# Kernels whose loops divide: numpy's error model drops numba's ZeroDivisionError check, which
+# otherwise keeps LLVM from vectorizing them.
+VECTOR = {'cache': True, 'fastmath': True, 'error_model': 'numpy'}
+# exp(-x) for SiLU as exp(t / 2**SQUARINGS) ** (2**SQUARINGS): a polynomial and squarings that
+# vectorize (numba's math.exp is a scalar libm call per element, ~4 ns, half the forward pass
+# at width 128). Past |x| = 40, SiLU is x or 0 to float32 precision, so x is clamped there.
+SQUARINGS = 7
+EXP_CLAMP = 40.0
+
+
+@numba.njit(**VECTOR, inline='always')
+def _silu(x):
+    """x * sigmoid(x) to float32 precision (relative error < 1e-7), in float64."""
+    t = min(max(-np.float64(x), -EXP_CLAMP), EXP_CLAMP) * (1.0 / 2**SQUARINGS)
+    # Taylor series of exp(t) to t**8, |t| <= 0.3125: its error is below 1e-16 before squaring.
+    e = 1.0 + t * (
+        1.0 + t * (1 / 2 + t * (1 / 6 + t * (1 / 24 + t * (1 / 120 + t * (
+            1 / 720 + t * (1 / 5040 + t * (1 / 40320))
+        )))))
+    )  # fmt: skip
+    for _ in range(SQUARINGS):
+        e *= e
+    return np.float32(x / (1.0 + e))
 
 
 @numba.njit(cache=True, fastmath=True)
@@ -34,7 +54,7 @@ def _linear(weight, bias, x, out):
         out[i] = total
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(**VECTOR)
 def _layer_norm_silu(x, gain, shift, out):
     mean = 0.0
     for value in x:
@@ -48,7 +68,7 @@ def _layer_norm_silu(x, gain, shift, out):
         out[i] = _silu((x[i] - mean) * scale * gain[i] + shift[i])
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(**VECTOR)
 def _silu_inplace(x):
     for i in range(x.shape[0]):
         x[i] = _silu(x[i])
@@ -73,36 +93,43 @@ def _features(position, rotation, tool_frame, mean, std, out):
 
 
 @numba.njit(cache=True)
-def forward_batch(
-    positions, rotations, tool_frame, mean, std, stem_w, stem_b, norms, fc1_w, fc1_b,
-    fc2_w, fc2_b, final_gain, final_shift, head_w, head_b, n_hypotheses, n_joints,
-    joint_center, joint_scale, out,
-):  # fmt: skip
-    """positions (B, 3), rotations (B, 3, 3) -> out (B, K, n) rad; weights as float32 arrays,
-    joint_center and joint_scale (n,) float64 as MultiHypothesisIKNet.to_angles uses them."""
+def forward_pose(position, rotation, weights, out):
+    """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights, float32 arrays
+    but for joint_center and joint_scale (n,) float64, as MultiHypothesisIKNet.to_angles uses
+    them. A kernel of its own so that other kernels run the network inside (refined.py)."""
+    (
+        tool_frame, mean, std, stem_w, stem_b, norms, fc1_w, fc1_b, fc2_w, fc2_b, final_gain,
+        final_shift, head_w, head_b, n_hypotheses, n_joints, joint_center, joint_scale,
+    ) = weights  # fmt: skip
     width = stem_b.shape[0]
     features = np.empty(mean.shape[0], dtype=np.float32)
     x = np.empty(width, dtype=np.float32)
     h = np.empty(width, dtype=np.float32)
     g = np.empty(width, dtype=np.float32)
     y = np.empty(head_b.shape[0], dtype=np.float32)
+    _features(position, rotation, tool_frame, mean, std, features)
+    _linear(stem_w, stem_b, features, x)
+    for block in range(fc1_w.shape[0]):
+        _layer_norm_silu(x, norms[block, 0], norms[block, 1], h)
+        _linear(fc1_w[block], fc1_b[block], h, g)
+        _silu_inplace(g)
+        _linear(fc2_w[block], fc2_b[block], g, h)
+        for i in range(width):
+            x[i] += h[i]
+    _layer_norm_silu(x, final_gain, final_shift, h)
+    _linear(head_w, head_b, h, y)
+    for k in range(n_hypotheses):
+        for j in range(n_joints):
+            index = 2 * (k * n_joints + j)
+            circle = math.atan2(y[index + 1], y[index])
+            out[k, j] = joint_center[j] + joint_scale[j] * circle
+
+
+@numba.njit(cache=True)
+def forward_batch(positions, rotations, weights, out):
+    """positions (B, 3), rotations (B, 3, 3) -> out (B, K, n) rad."""
     for b in range(positions.shape[0]):
-        _features(positions[b], rotations[b], tool_frame, mean, std, features)
-        _linear(stem_w, stem_b, features, x)
-        for block in range(fc1_w.shape[0]):
-            _layer_norm_silu(x, norms[block, 0], norms[block, 1], h)
-            _linear(fc1_w[block], fc1_b[block], h, g)
-            _silu_inplace(g)
-            _linear(fc2_w[block], fc2_b[block], g, h)
-            for i in range(width):
-                x[i] += h[i]
-        _layer_norm_silu(x, final_gain, final_shift, h)
-        _linear(head_w, head_b, h, y)
-        for k in range(n_hypotheses):
-            for j in range(n_joints):
-                index = 2 * (k * n_joints + j)
-                circle = math.atan2(y[index + 1], y[index])
-                out[b, k, j] = joint_center[j] + joint_scale[j] * circle
+        forward_pose(positions[b], rotations[b], weights, out[b])
 
 
 class CompiledNetwork:
@@ -120,7 +147,8 @@ class CompiledNetwork:
         blocks = list(model.blocks)
         config = model.config
         self.n_hypotheses, self.n_joints = config.n_hypotheses, config.n_joints
-        self._weights = (
+        # forward_pose's weights: one tuple, which kernels that run the network take whole.
+        self.weights = (
             bool(config.tool_frame_features),
             array(model.input_mean),
             array(model.input_std),
@@ -144,5 +172,5 @@ class CompiledNetwork:
 
     def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         out = np.empty((len(positions), self.n_hypotheses, self.n_joints))
-        forward_batch(positions, rotations, *self._weights, out)
+        forward_batch(positions, rotations, self.weights, out)
         return out
