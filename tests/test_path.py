@@ -136,6 +136,28 @@ def test_a_redundant_arm_keeps_its_joints_inside_the_limits():
     assert followed >= 3
 
 
+def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it(monkeypatch):
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers import path
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    panda = named_chain('panda')
+    # Path 10 of these 40 stops on the first pass: a spare joint ends pinned at a limit.
+    curve = smooth_joint_paths(panda, count=40, waypoints=100, seed=0)[10]
+    targets = pose_from_joints(panda, curve)
+    monkeypatch.setattr(path, 'RETRY_PULLS', ())
+    first_pass = follow_path(panda, targets, curve[0])
+    assert not first_pass.success
+    monkeypatch.undo()
+    result = follow_path(panda, targets, curve[0])
+    assert result.success, result.reason
+    assert (result.position_errors <= 1e-6).all()
+    low, high = joint_bounds(panda, 'limits')
+    assert ((result.joints >= low - 1e-9) & (result.joints <= high + 1e-9)).all()
+    assert np.abs(np.diff(result.joints, axis=0)).max() <= result.max_step
+
+
 @pytest.mark.parametrize(
     ('targets', 'start', 'message'),
     [
