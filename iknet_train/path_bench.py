@@ -26,7 +26,13 @@ from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors
-from iknet_core.solvers.path import default_max_step, follow_path, smooth_joint_paths
+from iknet_core.solvers.path import (
+    alternative_paths,
+    default_max_step,
+    follow_path,
+    smooth_joint_paths,
+    start_solutions,
+)
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
@@ -51,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         '--peer-paths', type=int, default=20, help='of those, how many the (slower) peers run'
     )
     parser.add_argument('--peers', nargs='*', default=list(PATH_PEERS), help='peer libraries')
+    parser.add_argument(
+        '--alternatives',
+        type=int,
+        default=8,
+        help="also follow each path from this many starts (the curve's own and random-restart "
+        'solutions of its first waypoint, start_solutions) and keep the best, as '
+        'alternative_paths ranks them (0: do not)',
+    )
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
     parser.add_argument('--seed', type=int, default=0, help='seed of the random paths')
@@ -65,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         *([f'--paths must be at least 1, got {args.paths}'] if args.paths < 1 else []),
         *([f'--waypoints must be at least 2, got {args.waypoints}'] if args.waypoints < 2 else []),
         *([f'--peer-paths must be >= 0, got {args.peer_paths}'] if args.peer_paths < 0 else []),
+        *(
+            [f'--alternatives must be >= 0, got {args.alternatives}']
+            if args.alternatives < 0
+            else []
+        ),
         *([f'--peers must be of {PATH_PEERS}, got {unknown}'] if unknown else []),
     ]
     if problems:
@@ -106,6 +125,10 @@ def run(args: argparse.Namespace) -> dict:
         rate = joints.shape[0] * joints.shape[1] / seconds
         peer_count = min(args.peer_paths, args.paths)
         results = {'iknet follow_path': (joints, rate)}
+        if args.alternatives:
+            best, seconds = follow_alternatives(chain, curves, poses, settings, args.alternatives)
+            label = f'iknet best of {args.alternatives} starts'
+            results[label] = (best, best.shape[0] * best.shape[1] / seconds)
         if peers and peer_count and peer_count < args.paths:  # the same paths as the peers
             results[f'iknet follow_path, first {peer_count}'] = (joints[:peer_count], rate)
         for peer in peers if peer_count else []:
@@ -136,6 +159,24 @@ def follow_with_iknet(
         ]
     )
     return joints, time.perf_counter() - started
+
+
+def follow_alternatives(
+    chain: Chain, curves: np.ndarray, poses: np.ndarray, settings: SolverSettings, count: int
+) -> tuple[np.ndarray, float]:
+    """Every path from its curve's first joints and count - 1 random-restart solutions of its
+    first waypoint, the best of them as alternative_paths ranks them: joints (P, T, n), NaN
+    where the best stopped, and the seconds it took (the starts' solutions included)."""
+    start_solutions(chain, poses[0, 0], 1, settings)  # load the kernels first
+    started = time.perf_counter()
+    best = []
+    for index, (curve, path) in enumerate(zip(curves, poses, strict=True)):
+        others = (
+            start_solutions(chain, path[0], count - 1, settings, seed=index) if count > 1 else []
+        )
+        starts = np.concatenate([curve[:1], np.reshape(others, (-1, chain.n_joints))])
+        best.append(alternative_paths(chain, path, starts, settings)[0].joints)
+    return np.stack(best), time.perf_counter() - started
 
 
 def follow_with_peer(

@@ -8,7 +8,12 @@ from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_core.solvers import AnalyticSolver, Refiner, SolverSettings
-from iknet_core.solvers.path import alternative_paths, follow_path, smooth_joint_paths
+from iknet_core.solvers.path import (
+    alternative_paths,
+    follow_path,
+    smooth_joint_paths,
+    start_solutions,
+)
 from iknet_core.solvers.policy import joint_bounds
 
 LOW, HIGH = joint_bounds(OMX_CHAIN, 'limits')
@@ -73,6 +78,21 @@ def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smooth
     assert len({tuple(np.round(q, 6)) for q in firsts}) == len(results)
     with pytest.raises(ValueError, match='at least one start'):
         alternative_paths(OMX_CHAIN, positions, np.zeros((0, 4)))
+
+
+def test_start_solutions_are_distinct_exact_solutions_inside_the_limits():
+    settings = SolverSettings().position_only()
+    target = np.array([0.2, 0.0, 0.12])
+    starts = start_solutions(OMX_CHAIN, target, 16, settings)
+    assert len(starts) >= 3  # a position has a continuum of solutions (any tool pitch)
+    reached, _ = forward_kinematics(OMX_CHAIN, starts)
+    assert np.linalg.norm(reached - target, axis=-1).max() <= settings.tolerance.position
+    assert ((starts >= LOW) & (starts <= HIGH)).all()
+    gaps = np.abs(starts[:, None] - starts[None]).max(-1) + np.eye(len(starts))
+    assert gaps.min() > 1e-3
+    np.testing.assert_array_equal(starts, start_solutions(OMX_CHAIN, target, 16, settings))
+    with pytest.raises(ValueError, match='count must be at least 1'):
+        start_solutions(OMX_CHAIN, target, 0)
 
 
 # (The limits leave the other branch 0.115 rad of bend, too little for a line.)
@@ -197,6 +217,12 @@ def test_the_path_benchmark_reports_every_arm(tmp_path):
     assert omx['waypoints_reached'] == 1.0 and omx['paths_followed'] == 1.0
     assert omx['jumps'] == 0 and omx['step_ratio_max'] <= 1.5
     assert '| omx | iknet follow_path | 3 |' in (out / 'path_bench.md').read_text()
+    best = report['arms']['omx']['iknet best of 8 starts']  # the default --alternatives
+    assert best['paths'] == 3 and best['paths_followed'] == 1.0 and best['jumps'] == 0
+    assert main([*argv, '--alternatives', '0']) == 0
+    report = json.loads((out / 'path_bench.json').read_text())
+    assert list(report['arms']['omx']) == ['iknet follow_path']
+    assert main([*argv, '--alternatives', '-1']) == 1
     assert main(['--chains', 'omx', '--paths', '0', '--out', str(out)]) == 1
     assert main(['--chains', 'nonesuch', '--paths', '1', '--peers', '--out', str(out)]) == 1
 

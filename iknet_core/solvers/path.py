@@ -7,22 +7,24 @@ steps from the previous solution stay on its branch. Arms with joints to spare k
 the previous waypoint and off their limits (and where one still pins a joint at a limit, the path
 is followed again with the joints near a limit pulled harder). A waypoint that can only be
 reached with a jump (a branch change, a turn through a singularity) or not at all stops the path
-there, with the reason. The whole path is one compiled call (a per-waypoint call from Python would cost more than
-the refinement).
+there, with the reason. The whole path is one compiled call (a per-waypoint call from Python
+would cost more than the refinement).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
+from iknet_core.metrics import distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.policy import joint_bounds
+from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
 # Waypoint status codes, as the kernel writes them.
@@ -104,6 +106,26 @@ def alternative_paths(
         return -reached, result.travel
 
     return sorted(results, key=rank)
+
+
+def start_solutions(
+    chain: Chain,
+    target: np.ndarray,
+    count: int,
+    settings: SolverSettings = DEFAULT_SETTINGS,
+    seed: int = 0,
+) -> np.ndarray:
+    """Distinct solutions (m <= count, n) rad of one waypoint (7,) or (3,) as follow_path takes
+    it, inside the software limits: Levenberg-Marquardt from count joint vectors drawn
+    uniformly in the limits (seed). Starts for alternative_paths where no solver gives many."""
+    if count < 1:
+        raise ValueError(f'count must be at least 1, got {count}')
+    positions, rotations, settings = _check_targets(np.asarray(target)[None], settings)
+    low, high = joint_bounds(chain, 'limits')
+    seeds = np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
+    refiner = Refiner(chain, replace(settings, restarts=0), bounds='limits')
+    refined = refiner.refine(np.repeat(positions, count, 0), np.repeat(rotations, count, 0), seeds)
+    return distinct_solutions(refined.joints[refined.converged])
 
 
 def follow_path(
