@@ -24,6 +24,7 @@ from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_ros.arm_command import duration_s
 from iknet_ros.qos import SERVICE_QUEUE_QOS
+from iknet_ros.requests import MAX_ALTERNATIVES
 from iknet_ros.service_calls import call_with_resend, spin_until
 
 # A joint this close (rad) to its goal has arrived (the simulator quantizes to 4096 ticks a turn).
@@ -51,6 +52,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         '(cx + r, cy, cz); positions only unless --pitch or a quaternion is given',
     )
     parser.add_argument('--steps', type=int, default=100, help='waypoints of --line or --circle')
+    parser.add_argument(
+        '--alternatives',
+        type=int,
+        default=0,
+        help='with --line or --circle: also follow the path from up to this many other '
+        'solutions of its first waypoint and take the best (SolvePath.alternatives, at most '
+        f'{MAX_ALTERNATIVES})',
+    )
     parser.add_argument(
         '--plot', type=Path, help='with --line or --circle: draw the path and joints here'
     )
@@ -94,6 +103,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     elif args.steps < 2:
         parser.error(f'--steps must be at least 2, got {args.steps}')
+    elif not 0 <= args.alternatives <= MAX_ALTERNATIVES:
+        parser.error(f'--alternatives must be 0 to {MAX_ALTERNATIVES}, got {args.alternatives}')
     elif args.move and args.pitch is None and not all(given):
         parser.error(
             f'--{path_name(args)} --move needs --pitch or a quaternion, to send the arm to its '
@@ -256,6 +267,7 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     if args.move and not move_to(node, args, first, start):
         return False
     request = SolvePath.Request(position_only=path.shape[1] == 3, execute=args.move, start=start)
+    request.alternatives = args.alternatives
     request.path.header.frame_id = args.frame
     request.path.poses = [waypoint_pose(waypoint) for waypoint in path]
     client = node.create_client(

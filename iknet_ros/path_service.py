@@ -13,12 +13,14 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.solvers.path import (
     DEFAULT_MAX_ACCELERATION,
     DEFAULT_MAX_VELOCITY,
+    alternative_paths,
     follow_path,
+    start_solutions,
     time_stamps,
 )
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.arm_command import duration_msg
-from iknet_ros.requests import RequestError, check_seed, check_target
+from iknet_ros.requests import MAX_ALTERNATIVES, RequestError, check_seed, check_target
 
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
 # farther, its first goal would jump.
@@ -62,8 +64,21 @@ def solve_path(
         raise RequestError(
             f'max_step must be >= 0 rad (0: from the spacing), got {request.max_step}'
         )
+    if request.alternatives > MAX_ALTERNATIVES:
+        raise RequestError(
+            f'alternatives must be at most {MAX_ALTERNATIVES}, got {request.alternatives}'
+        )
+    starts = 1
     try:
-        result = follow_path(chain, targets, start, settings, request.max_step or None)
+        if request.alternatives:
+            others = start_solutions(chain, targets[0], request.alternatives, settings)
+            starts += len(others)
+            result = alternative_paths(
+                chain, targets, np.concatenate([start[None], others]), settings,
+                request.max_step or None, origin=start,
+            )[0]  # fmt: skip
+        else:
+            result = follow_path(chain, targets, start, settings, request.max_step or None)
     except ValueError as error:
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
@@ -92,6 +107,13 @@ def solve_path(
         if result.success
         else result.reason
     )
+    if request.alternatives:
+        move = np.abs(reached[0] - start).max() if len(reached) else 0.0
+        response.message += (
+            f"; the best of {starts} paths (the start joints' and {starts - 1} from other "
+            f'solutions of the first waypoint), {move:.3g} rad from the start joints to its first '
+            'point'
+        )
     return response
 
 

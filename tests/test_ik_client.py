@@ -65,15 +65,20 @@ def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
 
 
 def test_a_line_out_of_reach_exits_nonzero_with_the_waypoint(server, ros_env):
-    result = run_client(ros_env, '--line', '0.2,0,0.1:0.6,0,0.1', '--steps', '20')
+    line = ('--line', '0.2,0,0.1:0.6,0,0.1', '--steps', '20', '--alternatives', '4')
+    result = run_client(ros_env, *line)
     assert result.returncode == 1
     assert 'line of 20 waypoints: FAILED: waypoint' in result.stdout
+    assert 'the best of' in result.stdout  # every alternative stops too
 
 
 def test_a_malformed_line_is_refused_before_any_call(ros_env):
     result = run_client(ros_env, '--line', '0.2,0,0.1:0.3')
     assert result.returncode == 2
     assert 'expected x0,y0,z0:x1,y1,z1' in result.stderr
+    result = run_client(ros_env, '--line', '0.2,0,0.1:0.3,0,0.1', '--alternatives', '65')
+    assert result.returncode == 2
+    assert '--alternatives must be 0 to 64, got 65' in result.stderr
 
 
 def test_moving_along_a_line_of_positions_needs_an_orientation(ros_env):

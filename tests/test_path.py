@@ -78,6 +78,13 @@ def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smooth
     assert len({tuple(np.round(q, 6)) for q in firsts}) == len(results)
     with pytest.raises(ValueError, match='at least one start'):
         alternative_paths(OMX_CHAIN, positions, np.zeros((0, 4)))
+    # From where the arm is, the move to a path's first point counts: the path that starts at
+    # the arm's joints beats a shorter one that starts a long move away.
+    shortest, other = followed[0], followed[-1]
+    origin = other.joints[0]
+    assert np.abs(shortest.joints[0] - origin).sum() > other.travel - shortest.travel
+    ranked = alternative_paths(OMX_CHAIN, positions, starts, settings, origin=origin)
+    assert np.allclose(ranked[0].joints[0], origin)
 
 
 def test_start_solutions_are_distinct_exact_solutions_inside_the_limits():

@@ -175,6 +175,33 @@ def test_the_readme_path_calls_are_answered(ros, client):
     assert [seconds(point) for point in response.trajectory.points] == [1.0, 2.0]
 
 
+def test_alternatives_answer_the_best_of_several_starts(ros, client):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=30, seed=8)[0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
+    plain = ros.call(client, path_request(poses, curve[0]), timeout_s=60.0)
+    request = path_request(poses, curve[0])
+    request.alternatives = 8
+    best = ros.call(client, request, timeout_s=60.0)
+    assert best.success, best.message
+    assert (
+        'the best of' in best.message
+        and 'from the start joints to its first point' in best.message
+    )
+    # A whole pose of the OM-X has one solution inside the limits here: the start's own path.
+    joints = np.array([point.positions for point in best.trajectory.points])
+    assert np.allclose(joints, [point.positions for point in plain.trajectory.points], atol=1e-6)
+    # Positions only: many solutions of the first waypoint; the answer still reaches them all.
+    request.position_only = True
+    anywhere = ros.call(client, request, timeout_s=60.0)
+    assert anywhere.success, anywhere.message
+    joints = np.array([point.positions for point in anywhere.trajectory.points])
+    reached, _ = forward_kinematics(OMX_CHAIN, joints)
+    assert np.linalg.norm(reached - poses[:, :3], axis=-1).max() < 1e-6
+    request.alternatives = 65
+    refused = ros.call(client, request, timeout_s=60.0)
+    assert not refused.success and 'alternatives must be at most 64' in refused.message
+
+
 @pytest.mark.parametrize('case', list(BAD))
 def test_bad_requests_get_success_false_with_the_reason(ros, client, case):
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=5, seed=9)[0]

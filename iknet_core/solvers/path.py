@@ -89,12 +89,15 @@ def alternative_paths(
     starts: np.ndarray,
     settings: SolverSettings = DEFAULT_SETTINGS,
     max_step: float | None = None,
+    origin: np.ndarray | None = None,
 ) -> list[PathResult]:
     """follow_path from each of several start joints (M, n) rad, best first: paths followed to
-    the end, then the ones that got furthest, and among equals the least joint travel. The
-    starts are different solutions of the first waypoint: a solver's distinct solutions of it
-    (`solve(..., max_solutions=M)`; with a mixture model's samples, many), so one end-effector
-    path gives several joint paths and the smoothest comes first."""
+    the end, then the ones that got furthest, and among equals the least joint travel; with
+    origin (n,) rad, the joints the arm is at, the move from there to a path's first waypoint
+    counts in its travel. The starts are different solutions of the first waypoint: a
+    solver's distinct solutions of it (`solve(..., max_solutions=M)`; with a mixture model's
+    samples, many) or start_solutions', so one end-effector path gives several joint paths and
+    the smoothest comes first."""
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
@@ -103,7 +106,8 @@ def alternative_paths(
 
     def rank(result: PathResult) -> tuple[int, float]:
         reached = count if result.failed_at is None else result.failed_at
-        return -reached, result.travel
+        move = 0.0 if origin is None or not reached else np.abs(result.joints[0] - origin).sum()
+        return -reached, result.travel + float(move)
 
     return sorted(results, key=rank)
 
