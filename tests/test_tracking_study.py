@@ -1,0 +1,28 @@
+"""The tracking-network study: trains, compares the seeds, and writes its report."""
+
+import json
+
+from iknet_train.tracking_study import main
+
+
+def test_the_study_compares_three_seeds_on_the_omx(tmp_path):
+    out = tmp_path / 'study'
+    argv = ['--chains', 'omx', '--train-paths', '100', '--epochs', '2', '--test-paths', '10']
+    assert main([*argv, '--out', str(out)]) == 0
+    report = json.loads((out / 'tracking_study.json').read_text())
+    seeds = report['arms']['omx']['seeds']
+    assert list(seeds) == ['previous waypoint', 'carried on at its velocity', 'tracking network']
+    # Every seed starts next to a solution on these smooth paths: all refine to the tolerance,
+    # and carrying the last step on saves iterations over the previous waypoint.
+    assert all(figures['refined'] == 1.0 for figures in seeds.values())
+    carried, previous = seeds['carried on at its velocity'], seeds['previous waypoint']
+    assert carried['iterations_mean'] < previous['iterations_mean']
+    network = seeds['tracking network']
+    assert network['seed_us'] > 0.0  # the compiled forward pass ran (and matched torch's)
+    assert network['total_us'] == network['refine_us'] + network['seed_us']
+    assert '| omx | tracking network |' in (out / 'tracking_study.md').read_text()
+
+
+def test_bad_settings_are_refused(tmp_path, capsys):
+    assert main(['--epochs', '0', '--out', str(tmp_path)]) == 1
+    assert 'must be at least 1' in capsys.readouterr().err
