@@ -263,9 +263,11 @@ class MixtureConfig:
     n_blocks: int = 2
     head_width: int = 128
     n_components: int = 8
-    # What forward() proposes to the refinement: this many samples, std scaled by temperature.
+    # What forward() proposes to the refinement: this many samples, std scaled by temperature,
+    # components picked with their weights sharpened by component_temperature (sample()).
     n_hypotheses: int = 16
     temperature: float = 0.5
+    component_temperature: float = 1.0
     position_only: bool = False
     tool_frame_features: bool = True
     # Component means stay on center +- half_range (rad) per joint; empty: +- pi.
@@ -359,20 +361,30 @@ class MixtureIKNet(IKNetwork):
         count: int,
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
+        component_temperature: float = 1.0,
     ) -> torch.Tensor:
         """count joint vectors per pose: (B, 7) -> (B, count, n) rad, joint after joint; the
-        components' stds are scaled by temperature (0: their means), so a lower one trades
-        diversity for accuracy. Deterministic for a seeded generator."""
-        if count < 1 or not temperature >= 0.0:
-            raise ValueError(f'need count >= 1 and temperature >= 0, got {count}, {temperature}')
+        components' stds are scaled by temperature (0: their means), and each component is
+        picked with probability weight ** (1 / component_temperature), renormalized (0: the
+        heaviest): lower ones trade diversity for accuracy (a light component picked for an
+        early joint is what sends a sample far off). Deterministic for a seeded generator."""
+        if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
+            raise ValueError(
+                f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
+                f'{component_temperature}'
+            )
         embedding = self.trunk(self.normalized_features(poses)).repeat_interleave(count, 0)
         joints = torch.empty(len(embedding), self.config.n_joints, device=poses.device)
         previous = embedding.new_zeros(len(embedding), 0)
         for j in range(self.config.n_joints):
             log_weights, means, log_stds = self.mixture(embedding, previous, j)
             noise = torch.rand(log_weights.shape, generator=generator, device=poses.device)
-            # Gumbel-max picks a component with probability its weight.
-            component = (log_weights - torch.log(-torch.log(noise.clamp_min(1e-12)))).argmax(-1)
+            # Gumbel-max picks a component with probability its (sharpened) weight.
+            gumbel = -torch.log(-torch.log(noise.clamp_min(1e-12)))
+            if component_temperature > 0.0:
+                component = (log_weights / component_temperature + gumbel).argmax(-1)
+            else:
+                component = log_weights.argmax(-1)
             pick = component[:, None]
             std = torch.exp(log_stds.gather(1, pick))[:, 0]
             normal = torch.randn(len(embedding), generator=generator, device=poses.device)
@@ -387,8 +399,9 @@ class MixtureIKNet(IKNetwork):
         a batch draw different samples)."""
         generator = torch.Generator(device=poses.device).manual_seed(0)
         return self.sample(
-            poses, self.config.n_hypotheses, self.config.temperature, generator=generator
-        )
+            poses, self.config.n_hypotheses, self.config.temperature, generator,
+            self.config.component_temperature,
+        )  # fmt: skip
 
 
 def angle_features(joints: torch.Tensor) -> torch.Tensor:

@@ -76,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="scale of the components' stds (default: the model's; lower: more accurate, less "
         'diverse)',
     )
+    parser.add_argument(
+        '--component-temperature',
+        type=float,
+        default=None,
+        help='sharpens the choice of mixture component: weights ** (1 / it) (default: the '
+        "model's; lower: more accurate, less diverse; 0: the heaviest component)",
+    )
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
     parser.add_argument('--mmd-poses', type=int, default=20, help='poses the MMD is measured on')
@@ -121,6 +128,9 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
     temperature = model.config.temperature if args.temperature is None else args.temperature
+    sharpening = args.component_temperature
+    sharpening = model.config.component_temperature if sharpening is None else sharpening
+    temperatures = (temperature, sharpening)
     # A model of positions is judged on positions, whatever the flag says.
     args.position_only = args.position_only or model.config.position_only
     settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
@@ -137,7 +147,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         raw = np.concatenate(
             [
                 model.sample(torch.as_tensor(block, dtype=torch.float32), count, temperature,
-                             generator).double().numpy()
+                             generator, sharpening).double().numpy()
                 for block in np.array_split(poses, max(1, len(poses) * count // 100_000))
             ]
         )  # fmt: skip
@@ -162,6 +172,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'model': str(args.model),
         'position_only': args.position_only,
         'temperature': temperature,
+        'component_temperature': sharpening,
         'samples_per_pose': count,
         'data': {**source, 'n_poses': len(poses)},
         'tolerance': {
@@ -180,7 +191,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
         'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
-                       count, temperature),
+                       count, temperatures),
     }  # fmt: skip
     fan_pose = int(np.argmax(distinct))  # the most distinct solutions (exact samples)
 
@@ -324,9 +335,14 @@ def mmd_squared(a: np.ndarray, b: np.ndarray, a_is_a_set: bool = False) -> float
 
 
 def speed(
-    model: MixtureIKNet, refiner: Refiner, pose: np.ndarray, count: int, temperature: float
+    model: MixtureIKNet,
+    refiner: Refiner,
+    pose: np.ndarray,
+    count: int,
+    temperatures: tuple[float, float],
 ) -> dict:
-    """Median ms for count samples of one pose, and for count refined ones, on one thread."""
+    """Median ms for count samples of one pose, and for count refined ones, on one thread;
+    temperatures: sample()'s temperature and component_temperature."""
     tensor = torch.as_tensor(pose[None], dtype=torch.float32)
     position = np.repeat(pose[None, :3], count, 0)
     rotation = np.repeat(matrix_from_quaternion(pose[None, 3:]), count, 0)
@@ -334,7 +350,8 @@ def speed(
     with torch.inference_mode():
         for _ in range(7):
             started = time.perf_counter()
-            samples = model.sample(tensor, count, temperature)[0].double().numpy()
+            samples = model.sample(tensor, count, temperatures[0], None, temperatures[1])
+            samples = samples[0].double().numpy()
             sampled = time.perf_counter()
             refiner.refine(position, rotation, samples)
             sampling.append(sampled - started)
@@ -357,7 +374,8 @@ def format_markdown(report: dict) -> str:
         f'# iknet-sample-bench: {report["chain"]}',
         '',
         f'{report["data"]["n_poses"]} poses, {report["samples_per_pose"]} samples each at '
-        f'temperature {report["temperature"]:g} ({report["model"]}); refined by '
+        f'temperature {report["temperature"]:g}, component temperature '
+        f'{report["component_temperature"]:g} ({report["model"]}); refined by '
         'Levenberg-Marquardt; exact: within '
         f'{report["tolerance"]["position_m"]:g} m{orientation} inside the limits.',
         '',

@@ -133,6 +133,28 @@ def test_sampling_is_deterministic_under_a_seed(planar_model):
     assert len(torch.unique(means[0, :, 0])) <= planar_model.config.n_components
 
 
+def test_component_temperature_sharpens_the_choice_of_component(planar_model):
+    poses, _ = planar_data(8, seed=3)
+    with torch.no_grad():
+        plain, sharp, heaviest = (
+            planar_model.sample(poses, 256, 0.0, torch.Generator().manual_seed(5), sharpening)
+            for sharpening in (1.0, 0.2, 0.0)
+        )
+        # At 1 the components are picked as before the option existed.
+        before = planar_model.sample(poses, 256, 0.0, torch.Generator().manual_seed(5))
+        with pytest.raises(ValueError, match='temperatures >= 0'):
+            planar_model.sample(poses, 4, 1.0, None, -0.1)
+    assert torch.equal(plain, before)
+    # With temperature 0 a sample is its components' means: 0 picks the heaviest for every
+    # sample, so they all agree; sharper picks repeat the same components more often.
+    assert torch.equal(heaviest, heaviest[:, :1].expand_as(heaviest))
+
+    def distinct(samples: torch.Tensor) -> float:
+        return float(np.mean([len(torch.unique(pose, dim=0)) for pose in samples]))
+
+    assert distinct(heaviest) == 1 < distinct(sharp) < distinct(plain)
+
+
 def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solutions(
     planar_model, tmp_path
 ):
