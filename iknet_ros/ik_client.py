@@ -97,6 +97,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.line is not None and args.circle is not None:
         parser.error('give --line or --circle, not both')
     if not is_path(args):
+        if args.alternatives:
+            parser.error('--alternatives is for --line or --circle')
         if None in (args.x, args.y, args.z):
             parser.error('give --x --y --z, or --line or --circle')
         if args.pitch is None and not all(given):

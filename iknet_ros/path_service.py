@@ -10,6 +10,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from iknet.srv import SolvePath
 from iknet_core.kinematics.chain import Chain
+from iknet_core.metrics import SAME_SOLUTION_RAD
 from iknet_core.solvers.path import (
     DEFAULT_MAX_ACCELERATION,
     DEFAULT_MAX_VELOCITY,
@@ -72,9 +73,15 @@ def solve_path(
     try:
         if request.alternatives:
             others = start_solutions(chain, targets[0], request.alternatives, settings)
-            starts += len(others)
+            moves = np.abs(others - start).max(-1)
+            # One at the start joints is the start's own path; a timed path's first stamp must
+            # leave the time to move to another at max_velocity.
+            keep = moves >= SAME_SOLUTION_RAD
+            if times is not None:
+                keep &= moves <= limits[0] * times[0]
+            starts += int(keep.sum())
             result = alternative_paths(
-                chain, targets, np.concatenate([start[None], others]), settings,
+                chain, targets, np.concatenate([start[None], others[keep]]), settings,
                 request.max_step or None, origin=start,
             )[0]  # fmt: skip
         else:
@@ -108,11 +115,11 @@ def solve_path(
         else result.reason
     )
     if request.alternatives:
-        move = np.abs(reached[0] - start).max() if len(reached) else 0.0
+        move = np.abs(reached[0] - start).sum() if len(reached) else 0.0
         response.message += (
             f"; the best of {starts} paths (the start joints' and {starts - 1} from other "
-            f'solutions of the first waypoint), {move:.3g} rad from the start joints to its first '
-            'point'
+            f'solutions of the first waypoint), {move:.3g} rad of joint travel (summed over the '
+            'joints) from the start joints to its first point'
         )
     return response
 

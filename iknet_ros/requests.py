@@ -13,9 +13,9 @@ import numpy as np
 
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 
-# Quaternions this close to unit length are normalised; the rest are refused as malformed.
 # Most alternative starts a SolvePath request may ask for: each is a whole path followed.
 MAX_ALTERNATIVES = 64
+# Quaternions this close to unit length are normalised; the rest are refused as malformed.
 QUATERNION_NORM_TOLERANCE = 1e-2
 
 

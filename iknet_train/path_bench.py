@@ -165,8 +165,9 @@ def follow_alternatives(
     chain: Chain, curves: np.ndarray, poses: np.ndarray, settings: SolverSettings, count: int
 ) -> tuple[np.ndarray, float]:
     """Every path from its curve's first joints and count - 1 random-restart solutions of its
-    first waypoint, the best of them as alternative_paths ranks them: joints (P, T, n), NaN
-    where the best stopped, and the seconds it took (the starts' solutions included)."""
+    first waypoint, the best of them as alternative_paths ranks them from the curve's first
+    joints (as the server does): joints (P, T, n), NaN where the best stopped, and the seconds
+    it took (the starts' solutions included)."""
     start_solutions(chain, poses[0, 0], 1, settings)  # load the kernels first
     started = time.perf_counter()
     best = []
@@ -175,7 +176,8 @@ def follow_alternatives(
             start_solutions(chain, path[0], count - 1, settings, seed=index) if count > 1 else []
         )
         starts = np.concatenate([curve[:1], np.reshape(others, (-1, chain.n_joints))])
-        best.append(alternative_paths(chain, path, starts, settings)[0].joints)
+        ranked = alternative_paths(chain, path, starts, settings, origin=curve[0])
+        best.append(ranked[0].joints)
     return np.stack(best), time.perf_counter() - started
 
 

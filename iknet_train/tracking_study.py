@@ -16,12 +16,16 @@ The network would earn a place in follow_path only where that sum beats the prev
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots and CI
+
+import matplotlib.pyplot as plt
 import numba
 import numpy as np
 import pytorch_pfn_extras as ppe
@@ -32,14 +36,15 @@ from torch import nn
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.kinematics.robots import named_chain
-from iknet_core.solvers.network_kernel import _linear, _silu_inplace
+from iknet_core.solvers.network_kernel import linear, silu_inplace
 from iknet_core.solvers.path import smooth_joint_paths
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
-from iknet_train.bench import machine, one_thread
+from iknet_train.bench import machine, one_thread, write_report
 
+REPORT_NAMES = ('tracking_study.json', 'tracking_study.md', 'tracking_study.png')
 TEST_SEED = 0  # iknet-path-bench's paths
 TRAIN_SEED = 1_000
 
@@ -92,11 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             **compare_seeds(chain, model, args, settings),
         }
     report['machine'] = machine()
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / 'tracking_study.json').write_text(json.dumps(report, indent=2))
-    markdown = format_markdown(report)
-    (args.out / 'tracking_study.md').write_text(markdown)
-    print(markdown)
+    write_report(
+        args.out, REPORT_NAMES, report, format_markdown(report),
+        lambda path: plot_tracking_study(path, report),
+    )  # fmt: skip
     return 0
 
 
@@ -135,7 +139,9 @@ def consecutive_pairs(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return curves[:, :-1].reshape(-1, n), curves[:, 1:].reshape(-1, n)
 
 
-def train_tracking_network(chain: Chain, args: argparse.Namespace) -> tuple[nn.Module, float]:
+def train_tracking_network(
+    chain: Chain, args: argparse.Namespace
+) -> tuple[TrackingNetwork, float]:
     """A TrackingNetwork trained with MSE on the joint step, on curves other than the test's."""
     started = time.perf_counter()
     curves = smooth_joint_paths(chain, args.train_paths, args.waypoints, TRAIN_SEED)
@@ -170,7 +176,7 @@ def train_tracking_network(chain: Chain, args: argparse.Namespace) -> tuple[nn.M
 
 
 def compare_seeds(
-    chain: Chain, model: nn.Module, args: argparse.Namespace, settings: SolverSettings
+    chain: Chain, model: TrackingNetwork, args: argparse.Namespace, settings: SolverSettings
 ) -> dict:
     """Each test waypoint t >= 2 refined from seeds made of the true joints before it."""
     curves = smooth_joint_paths(chain, args.test_paths, args.waypoints, TEST_SEED)
@@ -254,13 +260,13 @@ def _forward(
         x[i] = (inputs[i] - mean[i]) / std[i]
     h = np.empty(first_b.shape[0], dtype=np.float32)
     g = np.empty(first_b.shape[0], dtype=np.float32)
-    _linear(first_w, first_b, x, h)
-    _silu_inplace(h)
+    linear(first_w, first_b, x, h)
+    silu_inplace(h)
     for layer in range(hidden_w.shape[0]):
-        _linear(hidden_w[layer], hidden_b[layer], h, g)
-        _silu_inplace(g)
+        linear(hidden_w[layer], hidden_b[layer], h, g)
+        silu_inplace(g)
         h, g = g, h
-    _linear(last_w, last_b, h, out)
+    linear(last_w, last_b, h, out)
     for j in range(out.shape[0]):
         out[j] *= scale[j]
 
@@ -296,6 +302,24 @@ def format_markdown(report: dict) -> str:
         for arm, figures in report['arms'].items()
     ]
     return '\n'.join(lines) + '\n'
+
+
+def plot_tracking_study(path: Path, report: dict) -> None:
+    """Per arm and seed: microseconds per waypoint, refinement and the seed's own cost."""
+    labels = [f'{arm}: {seed}' for arm, f in report['arms'].items() for seed in f['seeds']]
+    figures = [f for arm in report['arms'].values() for f in arm['seeds'].values()]
+    rows = np.arange(len(labels))
+    refine = [f['refine_us'] for f in figures]
+    figure, axis = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.5))
+    axis.barh(rows, refine, color='tab:blue', label='refinement')
+    axis.barh(rows, [f['seed_us'] for f in figures], left=refine, color='tab:orange',
+              label="the seed's forward pass")  # fmt: skip
+    axis.set(xlabel='us per waypoint, one thread', yticks=rows, yticklabels=labels)
+    axis.invert_yaxis()
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
 
 
 if __name__ == '__main__':

@@ -94,7 +94,7 @@ def test_single_query_kernel_answers_as_the_network_called_apart(tmp_path, targe
         build_solver(solver_name, OMX_CHAIN, NetworkProposer(path, 'cpu', backend))
         for backend in ('compiled', 'torch')
     )
-    assert fused._network is not None and apart._network is None
+    assert fused._network is not None and apart._network is None  # compiled_network
     for position, rotation in zip(*targets, strict=True):
         one, other = fused.solve(position, rotation), apart.solve(position, rotation)
         assert one.success == other.success
@@ -103,6 +103,35 @@ def test_single_query_kernel_answers_as_the_network_called_apart(tmp_path, targe
         np.testing.assert_allclose(
             one.position_errors, other.position_errors, rtol=1e-5, atol=1e-7
         )
+
+
+def test_four_hypotheses_answer_alike_fused_or_apart_at_the_default_tolerance(model_path, targets):
+    # Most poses are answered by the fused kernel's first try here (the 1e-9 tolerance above
+    # sends them on to every hypothesis).
+    fused, apart = (
+        build_solver('network+refine', OMX_CHAIN, NetworkProposer(model_path, 'cpu', backend))
+        for backend in ('compiled', 'torch')
+    )
+    for position, rotation in zip(*targets, strict=True):
+        one, other = fused.solve(position, rotation), apart.solve(position, rotation)
+        assert one.success == other.success
+        assert np.abs(wrapped_difference(one.joints, other.joints)).max() < 1e-5
+    with pytest.raises(ValueError, match='the network answers 4 joints'):
+        from iknet_core.solvers.refine import Refiner
+        from iknet_core.solvers.refined import RefinedSolver
+
+        planar = _planar_chain()
+        RefinedSolver(NetworkProposer(model_path, 'cpu', 'compiled'), Refiner(planar))
+
+
+def _planar_chain():
+    from iknet_core.kinematics.chain import Chain, Joint
+
+    joints = tuple(
+        Joint(f'j{i}', (0.1 * i, 0.0, 0.0), (0.0, 0.0, 1.0), (-3.0, 3.0), (-3.0, 3.0))
+        for i in range(2)
+    )
+    return Chain('planar', 'base', 'tip', joints, tip_xyz=(0.1, 0.0, 0.0))
 
 
 def test_compiled_network_refuses_other_architectures():

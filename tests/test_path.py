@@ -170,7 +170,7 @@ def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it
     if example_robots_dir() is None:
         pytest.skip('example-robot-data is not installed')
     panda = named_chain('panda')
-    # Path 10 of these 40 stops on the first pass: a spare joint ends pinned at a limit.
+    # Path 10 of these 40 stops short of a waypoint on the first pass.
     curve = smooth_joint_paths(panda, count=40, waypoints=100, seed=0)[10]
     targets = pose_from_joints(panda, curve)
     monkeypatch.setattr(path, 'RETRY_PULLS', ())
@@ -183,6 +183,37 @@ def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it
     low, high = joint_bounds(panda, 'limits')
     assert ((result.joints >= low - 1e-9) & (result.joints <= high + 1e-9)).all()
     assert np.abs(np.diff(result.joints, axis=0)).max() <= result.max_step
+
+
+def test_retries_are_only_for_stops_short_of_a_waypoint_on_arms_with_joints_to_spare(
+    monkeypatch,
+):
+    from iknet_core.solvers import path
+
+    passes = []
+    follow = path._follow
+
+    def counted(*arguments):
+        passes.append(arguments[9])  # near_limits: a retry
+        return follow(*arguments)
+
+    monkeypatch.setattr(path, '_follow', counted)
+    # A whole pose of the OM-X: no joint to spare, one pass even when the path stops.
+    targets, start = line_towards_straight_elbow(0.8, beyond=0.05)
+    assert not follow_path(OMX_CHAIN, targets, start).success
+    assert passes == [False]
+    # Positions of the OM-X (a joint to spare): a target out of reach from the first waypoint
+    # stops at waypoint 0 on every pass, and the result says so.
+    passes.clear()
+    positions = np.array([[0.6, 0.0, 0.1], [0.61, 0.0, 0.1]])
+    result = follow_path(OMX_CHAIN, positions, np.zeros(4))
+    assert result.failed_at == 0 and 'waypoint 0 is not reached' in result.reason
+    assert passes == [False, True, True, True, True]
+    # A jump is not retried: another null-space motion would not avoid it.
+    passes.clear()
+    line = np.array([[0.2, -0.05, 0.12], [0.2, 0.05, 0.12]])
+    jumped = follow_path(OMX_CHAIN, line, np.zeros(4), max_step=1e-3)
+    assert jumped.status[jumped.failed_at] == 'jumped' and passes == [False]
 
 
 @pytest.mark.parametrize(

@@ -197,9 +197,39 @@ def test_alternatives_answer_the_best_of_several_starts(ros, client):
     joints = np.array([point.positions for point in anywhere.trajectory.points])
     reached, _ = forward_kinematics(OMX_CHAIN, joints)
     assert np.linalg.norm(reached - poses[:, :3], axis=-1).max() < 1e-6
+    start = np.array(anywhere.trajectory.points[0].positions)
+    move = np.abs(start - curve[0]).max()  # untimed: the move to the first point is timed too
+    assert seconds(anywhere.trajectory.points[0]) >= move / MAX_VELOCITY - 1e-9
     request.alternatives = 65
     refused = ros.call(client, request, timeout_s=60.0)
     assert not refused.success and 'alternatives must be at most 64' in refused.message
+
+
+def test_alternatives_rescue_a_start_off_the_path_and_keep_a_timed_path_in_time(ros, client):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=20, seed=8)[0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
+    away = curve[0] + np.array([0.6, 0.0, 0.0, 0.0])  # the first waypoint is a jump from here
+
+    def request_from_away(alternatives: int = 0):
+        request = path_request(poses, away)
+        request.max_step, request.alternatives = 0.4, alternatives  # the curve's: 0.26 rad
+        return request
+
+    plain = ros.call(client, request_from_away(), timeout_s=60.0)
+    assert not plain.success and plain.failed_at == 0 and 'joint step above' in plain.message
+    request = request_from_away(8)
+    rescued = ros.call(client, request, timeout_s=60.0)
+    assert rescued.success, rescued.message
+    first = np.array(rescued.trajectory.points[0].positions)
+    assert np.allclose(first, curve[0], atol=1e-4)  # the one solution inside the limits
+    assert '0.6 rad of joint travel' in rescued.message
+    assert seconds(rescued.trajectory.points[0]) >= 0.6 / MAX_VELOCITY - 1e-9
+    # A timed path must leave the time for that move (1 rad/s without max_velocity).
+    for first_stamp, taken in ((0.1, False), (2.0, True)):
+        timed = to_timed(request_from_away(8), first_stamp + 0.1 * np.arange(20))
+        timed.max_velocity = 0.0
+        response = ros.call(client, timed, timeout_s=60.0)
+        assert response.success == taken, response.message
 
 
 @pytest.mark.parametrize('case', list(BAD))

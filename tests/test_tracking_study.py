@@ -21,6 +21,7 @@ def test_the_study_compares_three_seeds_on_the_omx(tmp_path):
     assert network['seed_us'] > 0.0  # the compiled forward pass ran (and matched torch's)
     assert network['total_us'] == network['refine_us'] + network['seed_us']
     assert '| omx | tracking network |' in (out / 'tracking_study.md').read_text()
+    assert (out / 'tracking_study.png').stat().st_size > 10_000
 
 
 def test_bad_settings_are_refused(tmp_path, capsys):

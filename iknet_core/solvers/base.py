@@ -11,7 +11,7 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.solvers.result import Solutions
 
 # Seeds for refinement: positions (B, 3) m, rotations (B, 3, 3) -> K hypotheses (B, K, n) rad.
-# One that is a compiled network also offers `compiled_weights` (NetworkProposer), which
+# One that is a compiled network also offers `compiled_network` (NetworkProposer), which
 # RefinedSolver runs inside its single-query kernel.
 Proposer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -19,6 +19,7 @@ from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_core.networks import MixtureIKNet
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_core.solvers.base import check_poses
+from iknet_core.solvers.network_kernel import CompiledNetwork
 
 BACKENDS = ('compiled', 'torch', 'onnxruntime')
 # Above this many poses a vectorised backend beats the compiled single-pose loop.
@@ -52,8 +53,6 @@ class NetworkProposer:
         if backend == 'compiled' and sampled:
             self.backend = 'torch'  # only the K-head network compiles; sampling stays in torch
         elif backend == 'compiled':
-            from iknet_core.solvers.network_kernel import CompiledNetwork
-
             self._compiled = CompiledNetwork(checkpoint.model)
         elif backend == 'onnxruntime' and sampled:
             raise ValueError(
@@ -69,10 +68,10 @@ class NetworkProposer:
         )
 
     @property
-    def compiled_weights(self) -> tuple | None:
-        """The numba network's weights, for kernels that run it inside (a single query's first
-        try in refined.py); None on the other backends."""
-        return None if self._compiled is None else self._compiled.weights
+    def compiled_network(self) -> CompiledNetwork | None:
+        """The numba network, for kernels that run it inside (a single query's first try in
+        refined.py); None on the other backends."""
+        return self._compiled
 
     def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         positions, rotations = check_poses(positions, rotations)

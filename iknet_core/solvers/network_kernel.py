@@ -32,9 +32,10 @@ EXP_CLAMP = 40.0
 
 @numba.njit(**VECTOR, inline='always')
 def _silu(x):
-    """x * sigmoid(x) to float32 precision (relative error < 1e-7), in float64."""
+    """x * sigmoid(x) to float32 precision, in float64: within 1 float32 ulp (relative 7e-8)
+    for |x| <= 40; below -40, 0 to within 1e-16."""
     t = min(max(-np.float64(x), -EXP_CLAMP), EXP_CLAMP) * (1.0 / 2**SQUARINGS)
-    # Taylor series of exp(t) to t**8, |t| <= 0.3125: its error is below 1e-16 before squaring.
+    # Taylor series of exp(t) to t**8, |t| <= 0.3125: relative error 6e-11, 8e-9 once squared.
     e = 1.0 + t * (
         1.0 + t * (1 / 2 + t * (1 / 6 + t * (1 / 24 + t * (1 / 120 + t * (
             1 / 720 + t * (1 / 5040 + t * (1 / 40320))
@@ -46,7 +47,7 @@ def _silu(x):
 
 
 @numba.njit(cache=True, fastmath=True)
-def _linear(weight, bias, x, out):
+def linear(weight, bias, x, out):
     for i in range(weight.shape[0]):
         total = bias[i]
         for j in range(weight.shape[1]):
@@ -69,7 +70,7 @@ def _layer_norm_silu(x, gain, shift, out):
 
 
 @numba.njit(**VECTOR)
-def _silu_inplace(x):
+def silu_inplace(x):
     for i in range(x.shape[0]):
         x[i] = _silu(x[i])
 
@@ -108,16 +109,16 @@ def forward_pose(position, rotation, weights, out):
     g = np.empty(width, dtype=np.float32)
     y = np.empty(head_b.shape[0], dtype=np.float32)
     _features(position, rotation, tool_frame, mean, std, features)
-    _linear(stem_w, stem_b, features, x)
+    linear(stem_w, stem_b, features, x)
     for block in range(fc1_w.shape[0]):
         _layer_norm_silu(x, norms[block, 0], norms[block, 1], h)
-        _linear(fc1_w[block], fc1_b[block], h, g)
-        _silu_inplace(g)
-        _linear(fc2_w[block], fc2_b[block], g, h)
+        linear(fc1_w[block], fc1_b[block], h, g)
+        silu_inplace(g)
+        linear(fc2_w[block], fc2_b[block], g, h)
         for i in range(width):
             x[i] += h[i]
     _layer_norm_silu(x, final_gain, final_shift, h)
-    _linear(head_w, head_b, h, y)
+    linear(head_w, head_b, h, y)
     for k in range(n_hypotheses):
         for j in range(n_joints):
             index = 2 * (k * n_joints + j)
@@ -174,3 +175,7 @@ class CompiledNetwork:
         out = np.empty((len(positions), self.n_hypotheses, self.n_joints))
         forward_batch(positions, rotations, self.weights, out)
         return out
+
+    def forward_pose(self, position: np.ndarray, rotation: np.ndarray, out: np.ndarray) -> None:
+        """One checked pose (3,), (3, 3) float64 -> out (K, n) rad, in place."""
+        forward_pose(position, rotation, self.weights, out)

@@ -64,6 +64,7 @@ def _refine_closest(
 @njit(cache=True)
 def _network_refine_closest(
     network,
+    hypotheses,
     position,
     rotation,
     joints,
@@ -81,10 +82,10 @@ def _network_refine_closest(
     has_seed,
     max_solutions,
 ):
-    """_refine_closest with the compiled network's hypotheses made in the same call: network is
-    CompiledNetwork.weights. Calling the network apart cost ~7 us of a single query's ~35 in
-    array checks, allocations and the dispatch of its 20 arguments."""
-    hypotheses = np.empty((network[14], network[15]))
+    """_refine_closest with the compiled network's hypotheses (K, n), written into hypotheses,
+    made in the same call: network is CompiledNetwork.weights. Calling the network apart cost
+    ~7 us of a single query's ~35 in array checks, allocations and the dispatch of its 20
+    arguments. The arguments are spelled out: with *args numba types them in Python (~2.5 us)."""
     forward_pose(position, rotation, network, hypotheses)
     return _refine_closest(
         hypotheses, position, rotation, joints, tip, reach, orientation_weight, refine_bounds,
@@ -121,15 +122,27 @@ class RefinedSolver:
             )
             for restarts in (False, True)
         )
-        # A network compiled to numba runs inside the first try's kernel (compiled_weights).
-        self._network = getattr(proposer, 'compiled_weights', None)
-        # Load (or compile, the first time ever) the kernels now rather than in the first query.
+        # A network compiled to numba runs inside the first try's kernel.
+        self._network = getattr(proposer, 'compiled_network', None)
         n = self.chain.n_joints
+        if self._network is not None and self._network.n_joints != n:
+            raise ValueError(
+                f'the network answers {self._network.n_joints} joints, the chain '
+                f'{self.chain.name!r} has {n}'
+            )
+        # Load (or compile, the first time ever) the kernels now rather than in the first query.
         _refine_closest(np.zeros((1, n)), np.zeros(3), np.eye(3), *self._first_try_arguments)
         if self._network is not None:
-            _network_refine_closest(
-                self._network, np.zeros(3), np.eye(3), *self._first_try_arguments
+            # Worked out once: a single query is ~25 us, and each lookup costs a little of it.
+            self._hypotheses_shape = (self._network.n_hypotheses, n)
+            self._lone_network = self._network.n_hypotheses == 1
+            self._network_first_try = (
+                self._lone_seed_arguments if self._lone_network else self._first_try_arguments
             )
+            _network_refine_closest(
+                self._network.weights, np.empty(self._hypotheses_shape), np.zeros(3), np.eye(3),
+                *self._network_first_try,
+            )  # fmt: skip
 
     def solve(
         self,
@@ -145,17 +158,23 @@ class RefinedSolver:
         refined alone when it reaches the target inside the limits.
         """
         position, rotation = check_pose(position, rotation)
-        if seed is None and max_solutions == 1 and self._network is not None:
-            # The network's hypotheses and the first try in one compiled call.
-            lone = self._network[14] == 1
-            arguments = self._lone_seed_arguments if lone else self._first_try_arguments
-            solutions = Solutions(
-                *_network_refine_closest(self._network, position, rotation, *arguments)
-            )
-            if self._first_try_answers(solutions, lone):
-                return solutions
-        hypotheses = self._propose(position[None], rotation[None])[0]
-        if seed is None and max_solutions == 1 and self._network is None:
+        network = self._network
+        if network is not None:
+            # The network's hypotheses, and with them the first try in the same compiled call.
+            hypotheses = np.empty(self._hypotheses_shape)
+            if seed is None and max_solutions == 1:
+                solutions = Solutions(
+                    *_network_refine_closest(
+                        network.weights, hypotheses, position, rotation, *self._network_first_try
+                    )
+                )
+                if self._first_try_answers(solutions, self._lone_network):
+                    return solutions
+            else:
+                network.forward_pose(position, rotation, hypotheses)
+        else:
+            hypotheses = self._propose(position[None], rotation[None])[0]
+        if seed is None and max_solutions == 1 and network is None:
             # As solve_batch: the best-looking hypothesis alone first; all only if it misses.
             lone = len(hypotheses) == 1
             solutions = Solutions(
