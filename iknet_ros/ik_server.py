@@ -280,9 +280,11 @@ class IKServer(Node):
         if not self.solvers:
             return SolvePath.Response(success=False, failed_at=-1, message=self.not_ready())
         try:
+            solvers = self.position_only_solvers if request.position_only else self.solvers
             response = path_service.solve_path(
-                request, self.chain, self.base_frame, self.settings, dict(self._latest_joints)
-            )
+                request, self.chain, self.base_frame, self.settings, dict(self._latest_joints),
+                solvers.get(self.get_parameter('solver').value),
+            )  # fmt: skip
             if request.execute and response.success:
                 response.executed, reason = await self.commander.follow(response.trajectory)
                 response.message += f'; {reason}'

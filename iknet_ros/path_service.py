@@ -11,6 +11,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from iknet.srv import SolvePath
 from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import SAME_SOLUTION_RAD
+from iknet_core.solvers.base import Solver
 from iknet_core.solvers.path import (
     DEFAULT_MAX_ACCELERATION,
     DEFAULT_MAX_VELOCITY,
@@ -34,8 +35,10 @@ def solve_path(
     base_frame: str,
     settings: SolverSettings,
     current_joints: dict[str, float],
+    solver: Solver | None = None,
 ) -> SolvePath.Response:
-    """The answer to one request; RequestError for a request that cannot be followed at all."""
+    """The answer to one request; RequestError for a request that cannot be followed at all.
+    solver: the server's, whose solutions of the first waypoint are alternative starts."""
     targets, times = path_targets(request, base_frame)
     start = check_seed(request.start.name, request.start.position, chain.joint_names)
     try:  # the arm's latest joint states, when they hold every chain joint
@@ -72,7 +75,9 @@ def solve_path(
     starts = 1
     try:
         if request.alternatives:
-            others = start_solutions(chain, targets[0], request.alternatives, settings)
+            others = start_solutions(
+                chain, targets[0], request.alternatives, settings, solver=solver
+            )
             moves = np.abs(others - start).max(-1)
             # One at the start joints is the start's own path; a timed path's first stamp must
             # leave the time to move to another at max_velocity.

@@ -102,6 +102,20 @@ def test_start_solutions_are_distinct_exact_solutions_inside_the_limits():
         start_solutions(OMX_CHAIN, target, 0)
 
 
+def test_start_solutions_begin_with_a_solvers_own():
+    from iknet_core.solvers.factory import build_solver
+
+    settings = SolverSettings().position_only()
+    solver = build_solver('refine-from-zero', OMX_CHAIN, settings=settings)
+    target = np.array([0.2, 0.05, 0.12])
+    own = solver.solve(target, np.eye(3), max_solutions=8)
+    own = own.joints[own.meets_tolerance & own.within_limits]
+    starts = start_solutions(OMX_CHAIN, target, 8, settings, solver=solver)
+    np.testing.assert_allclose(starts[: len(own)], own)
+    assert len(own) < len(starts) <= 8  # random restarts add the rest of the continuum
+    assert len(start_solutions(OMX_CHAIN, target, 1, settings, solver=solver)) == 1
+
+
 # (The limits leave the other branch 0.115 rad of bend, too little for a line.)
 @pytest.mark.parametrize('bend', [0.8, 0.4])
 def test_a_line_to_the_straight_elbow_keeps_its_branch(bend):

@@ -23,6 +23,7 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.metrics import distinct_solutions
 from iknet_core.solvers import kernels
+from iknet_core.solvers.base import Solver
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
@@ -120,18 +121,29 @@ def start_solutions(
     count: int,
     settings: SolverSettings = DEFAULT_SETTINGS,
     seed: int = 0,
+    solver: Solver | None = None,
 ) -> np.ndarray:
     """Distinct solutions (m <= count, n) rad of one waypoint (7,) or (3,) as follow_path takes
-    it, inside the software limits: Levenberg-Marquardt from count joint vectors drawn
-    uniformly in the limits (seed). Starts for alternative_paths where no solver gives many."""
+    it, inside the software limits: the solver's exact ones first, when one is given (asked for
+    count: a mixture model's samples give many), then Levenberg-Marquardt from joint vectors
+    drawn uniformly in the limits (seed) for the rest. Starts for alternative_paths."""
     if count < 1:
         raise ValueError(f'count must be at least 1, got {count}')
     positions, rotations, settings = _check_targets(np.asarray(target)[None], settings)
-    low, high = joint_bounds(chain, 'limits')
-    seeds = np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
-    refiner = Refiner(chain, replace(settings, restarts=0), bounds='limits')
-    refined = refiner.refine(np.repeat(positions, count, 0), np.repeat(rotations, count, 0), seeds)
-    return distinct_solutions(refined.joints[refined.converged])
+    found = np.zeros((0, chain.n_joints))
+    if solver is not None:
+        solutions = solver.solve(positions[0], rotations[0], max_solutions=count)
+        found = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
+    missing = count - len(found)
+    if missing > 0:
+        low, high = joint_bounds(chain, 'limits')
+        seeds = np.random.default_rng(seed).uniform(low, high, (missing, chain.n_joints))
+        refiner = Refiner(chain, replace(settings, restarts=0), bounds='limits')
+        refined = refiner.refine(
+            np.repeat(positions, missing, 0), np.repeat(rotations, missing, 0), seeds
+        )
+        found = np.concatenate([found, refined.joints[refined.converged]])
+    return distinct_solutions(found)[:count]
 
 
 def follow_path(
