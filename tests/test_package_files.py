@@ -125,6 +125,7 @@ ROSDEP_KEYS = {
     'pytest-timeout': 'python3-pytest-timeout',
     'ros-domain-coordinator': 'domain_coordinator',
     'psycopg2-binary': 'python3-psycopg2',
+    'zuko': 'python3-zuko-pip',
 }
 # Test extras rosdep does not install: the linter runs in `make test`, not in the package's tests;
 # tomli is Python 3.10's tomllib, for reading pyproject.toml here.
@@ -166,6 +167,7 @@ def test_keys_rosdistro_lacks_are_defined_here_for_the_same_pypi_packages():
         'python3-yourdfpy-pip',
         'python3-rosbags-pip',
         'python3-optuna-pip',
+        'python3-zuko-pip',
     }
     for key, rules in defined.items():
         for os_name in ('debian', 'ubuntu'):

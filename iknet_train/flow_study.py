@@ -1,0 +1,241 @@
+"""`python -m iknet_train.flow_study`: would a normalizing flow sample IK solutions better than
+the mixture model (`iknet-train --model mixture`)?
+
+IKFlow, the best-known public generative IK tool, is a normalizing flow. This study trains one
+from a well-kept library (zuko's neural spline flow over the joints, conditioned on the pose
+features the networks use) with pytorch-pfn-extras on synthetic data of the arm, then samples
+it on test poses (FK of joints uniform in the software limits) and prints the raw samples'
+position and orientation errors and the time for 1,000 samples of one pose on one thread,
+beside a trained mixture model's on the same poses (--mixture). The flow would earn a place as a
+second model family only where it samples more accurately than the mixture in the same time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')  # files only; no display on robots and CI
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytorch_pfn_extras as ppe
+import torch
+from pytorch_pfn_extras.training import extensions
+from torch import nn
+
+from iknet_core.checkpoint import load_checkpoint
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.robots import named_chain
+from iknet_core.metrics import pose_errors, summary
+from iknet_core.networks import MixtureIKNet, pose_features
+from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.synthetic import limit_ranges, synthetic_samples
+
+REPORT_NAMES = ('flow_study.json', 'flow_study.md', 'flow_study.png')
+TEST_SEED = 12_345
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='python -m iknet_train.flow_study',
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument('--chain', default='omx', help='a named arm')
+    parser.add_argument('--synthetic', type=int, default=200_000, help='training samples')
+    parser.add_argument('--epochs', type=int, default=20, help='training epochs')
+    parser.add_argument('--transforms', type=int, default=4, help='spline transforms')
+    parser.add_argument('--hidden', type=int, default=128, help='hidden units per layer')
+    parser.add_argument('--poses', type=int, default=1000, help='test poses')
+    parser.add_argument('--samples-per-pose', type=int, default=64, help='samples per pose')
+    parser.add_argument(
+        '--mixture',
+        type=Path,
+        default=None,
+        help='a mixture checkpoint of the same arm to compare',
+    )
+    parser.add_argument('--out', type=Path, default=Path('flow_study'), help='reports')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    counts = ('synthetic', 'epochs', 'transforms', 'hidden', 'poses', 'samples_per_pose')
+    if any(getattr(args, name) < 1 for name in counts):
+        print(
+            f'python -m iknet_train.flow_study: error: --{", --".join(counts)} must be >= 1'
+            .replace('_', '-'),
+            file=sys.stderr,
+        )  # fmt: skip
+        return 1
+    try:
+        import zuko  # noqa: F401  (a test extra: the study only, not the package)
+    except ImportError:
+        print(
+            'python -m iknet_train.flow_study: error: needs zuko (pip install zuko)',
+            file=sys.stderr,
+        )
+        return 1
+    one_thread()
+    torch.manual_seed(0)
+    chain = named_chain(args.chain)
+    mixture = load_checkpoint(args.mixture) if args.mixture else None
+    if mixture is not None and (
+        not isinstance(mixture.model, MixtureIKNet) or mixture.chain != chain
+    ):
+        print(
+            f'python -m iknet_train.flow_study: error: {args.mixture} is not a mixture model of '
+            f'{chain.name}',
+            file=sys.stderr,
+        )
+        return 1
+    flow, seconds = train_flow(chain, args)
+    poses, _ = synthetic_samples(chain, args.poses, TEST_SEED, limit_ranges(chain))
+    samplers = {'zuko neural spline flow': flow}
+    if mixture is not None:
+        samplers['mixture model'] = mixture.model.eval()
+    report = {
+        'chain': chain.name,
+        'settings': vars(args) | {'out': str(args.out), 'mixture': str(args.mixture)},
+        'flow_training_s': seconds,
+        'samplers': {
+            name: judge(chain, sampler, poses, args.samples_per_pose)
+            for name, sampler in samplers.items()
+        },
+        'machine': machine(),
+    }
+    write_report(
+        args.out, REPORT_NAMES, report, format_markdown(report),
+        lambda path: plot_flow_study(path, report),
+    )  # fmt: skip
+    return 0
+
+
+class PoseConditionedFlow(nn.Module):
+    """zuko's neural spline flow over normalized joints, conditioned on normalized pose
+    features: sample(poses (B, 7), count) -> (B, count, n) rad, as MixtureIKNet.sample."""
+
+    def __init__(self, chain: Chain, poses: torch.Tensor, joints: torch.Tensor, args) -> None:
+        import zuko
+
+        super().__init__()
+        features = pose_features(poses)
+        self.register_buffer('feature_mean', features.mean(0))
+        self.register_buffer('feature_std', features.std(0).clamp_min(1e-6))
+        self.register_buffer('joint_mean', joints.mean(0))
+        self.register_buffer('joint_std', joints.std(0).clamp_min(1e-6))
+        self.flow = zuko.flows.NSF(
+            chain.n_joints, features.shape[1], transforms=args.transforms,
+            hidden_features=(args.hidden, args.hidden),
+        )  # fmt: skip
+
+    def context(self, poses: torch.Tensor) -> torch.Tensor:
+        return (pose_features(poses) - self.feature_mean) / self.feature_std
+
+    def log_likelihood(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
+        """log p of the normalized joints (B,): what training raises."""
+        return self.flow(self.context(poses)).log_prob((joints - self.joint_mean) / self.joint_std)
+
+    def sample(self, poses: torch.Tensor, count: int) -> torch.Tensor:
+        normalized = self.flow(self.context(poses)).sample((count,))  # (count, B, n)
+        return normalized.transpose(0, 1) * self.joint_std + self.joint_mean
+
+
+def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedFlow, float]:
+    """The flow trained by likelihood on synthetic (pose, joints) pairs of the arm."""
+    started = time.perf_counter()
+    poses, joints = (
+        torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(chain, args.synthetic)
+    )
+    model = PoseConditionedFlow(chain, poses, joints, args)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch_size = 1024
+    iters_per_epoch = max(1, len(poses) // batch_size)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=1e-3, total_steps=args.epochs * iters_per_epoch, pct_start=0.05
+    )
+    manager = ppe.training.ExtensionsManager(
+        model, optimizer, args.epochs, iters_per_epoch=iters_per_epoch,
+        extensions=[extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))],
+    )  # fmt: skip
+    while not manager.stop_trigger:
+        order = torch.randperm(len(poses))
+        for index in range(iters_per_epoch):
+            with manager.run_iteration():
+                batch = order[index * batch_size : (index + 1) * batch_size]
+                loss = -model.log_likelihood(poses[batch], joints[batch]).mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                ppe.reporting.report({'train/loss': loss.item()})
+    return model.eval(), time.perf_counter() - started
+
+
+def judge(chain: Chain, sampler, poses: np.ndarray, count: int) -> dict:
+    """Raw samples' errors (mm, deg) on poses (B, 7), and ms for 1,000 samples of one pose."""
+    tensor = torch.as_tensor(poses, dtype=torch.float32)
+    with torch.inference_mode():
+        samples = sampler.sample(tensor, count).double().numpy()
+        one = tensor[:1]
+        sampler.sample(one, 1000)
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            sampler.sample(one, 1000)
+            times.append(time.perf_counter() - started)
+    position, angle = pose_errors(chain, samples, np.repeat(poses[:, None], count, 1))
+    return {
+        'position_error_mm': summary(position * 1e3),
+        'orientation_error_deg': summary(np.degrees(angle)),
+        'ms_per_1000_samples': float(np.median(times) * 1e3),
+    }
+
+
+def format_markdown(report: dict) -> str:
+    settings = report['settings']
+    lines = [
+        f'# Normalizing flow against the mixture model: {report["chain"]}',
+        '',
+        f'{settings["poses"]} test poses (FK of joints uniform in the limits), '
+        f'{settings["samples_per_pose"]} raw samples each; the flow trained on '
+        f'{settings["synthetic"]:,} synthetic pairs for {settings["epochs"]} epochs in '
+        f'{report["flow_training_s"]:.0f} s. One thread.',
+        '',
+        '| sampler | position mm: mean / median / p95 | orientation deg: mean / median / p95 | '
+        '1,000 samples of one pose |',
+        '|---|---|---|---|',
+    ]
+    for name, f in report['samplers'].items():
+        p, a = f['position_error_mm'], f['orientation_error_deg']
+        lines.append(
+            f'| {name} | {p["mean"]:.3g} / {p["median"]:.3g} / {p["p95"]:.3g} | '
+            f'{a["mean"]:.3g} / {a["median"]:.3g} / {a["p95"]:.3g} | '
+            f'{f["ms_per_1000_samples"]:.1f} ms |'
+        )
+    return '\n'.join(lines) + '\n'
+
+
+def plot_flow_study(path: Path, report: dict) -> None:
+    """Mean and median raw position error per sampler."""
+    names = list(report['samplers'])
+    rows = np.arange(len(names))
+    figure, axis = plt.subplots(figsize=(8, 0.6 * len(names) + 1.5))
+    for offset, key in ((-0.2, 'mean'), (0.2, 'median')):
+        values = [report['samplers'][n]['position_error_mm'][key] for n in names]
+        axis.barh(rows + offset, values, height=0.4, label=key)
+    axis.set(xlabel='raw sample position error (mm)', yticks=rows, yticklabels=names)
+    axis.invert_yaxis()
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
