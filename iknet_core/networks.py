@@ -274,6 +274,13 @@ class MixtureConfig:
     joint_centers: tuple[float, ...] = ()
     joint_half_ranges: tuple[float, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0.0 and self.component_temperature >= 0.0):
+            raise ValueError(
+                'temperature and component_temperature must be >= 0, got '
+                f'{self.temperature} and {self.component_temperature}'
+            )
+
 
 def joint_ranges(low: Sequence[float], high: Sequence[float]) -> dict[str, list[float]]:
     """MixtureConfig fields keeping every component mean in [low, high] (rad): unlike the
@@ -382,7 +389,9 @@ class MixtureIKNet(IKNetwork):
             # Gumbel-max picks a component with probability its (sharpened) weight.
             gumbel = -torch.log(-torch.log(noise.clamp_min(1e-12)))
             if component_temperature > 0.0:
-                component = (log_weights / component_temperature + gumbel).argmax(-1)
+                # From the heaviest (0): a tiny temperature cannot overflow every weight to -inf.
+                shifted = log_weights - log_weights.amax(-1, keepdim=True)
+                component = (shifted / component_temperature + gumbel).argmax(-1)
             else:
                 component = log_weights.argmax(-1)
             pick = component[:, None]
@@ -399,9 +408,12 @@ class MixtureIKNet(IKNetwork):
         a batch draw different samples)."""
         generator = torch.Generator(device=poses.device).manual_seed(0)
         return self.sample(
-            poses, self.config.n_hypotheses, self.config.temperature, generator,
-            self.config.component_temperature,
-        )  # fmt: skip
+            poses,
+            self.config.n_hypotheses,
+            temperature=self.config.temperature,
+            generator=generator,
+            component_temperature=self.config.component_temperature,
+        )
 
 
 def angle_features(joints: torch.Tensor) -> torch.Tensor:

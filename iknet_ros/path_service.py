@@ -10,7 +10,6 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from iknet.srv import SolvePath
 from iknet_core.kinematics.chain import Chain
-from iknet_core.metrics import SAME_SOLUTION_RAD
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.path import (
     DEFAULT_MAX_ACCELERATION,
@@ -76,14 +75,12 @@ def solve_path(
     try:
         if request.alternatives:
             others = start_solutions(
-                chain, targets[0], request.alternatives, settings, solver=solver
+                chain, targets[0], request.alternatives, settings, solver=solver, avoid=start
             )
-            moves = np.abs(others - start).max(-1)
-            # One at the start joints is the start's own path; a timed path's first stamp must
-            # leave the time to move to another at max_velocity.
-            keep = moves >= SAME_SOLUTION_RAD
+            # A timed path's first stamp must leave the time to move to another start.
+            keep = np.ones(len(others), dtype=bool)
             if times is not None:
-                keep &= moves <= limits[0] * times[0]
+                keep = np.abs(others - start).max(-1) <= limits[0] * times[0]
             starts += int(keep.sum())
             result = alternative_paths(
                 chain, targets, np.concatenate([start[None], others[keep]]), settings,

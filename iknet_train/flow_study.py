@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -38,6 +38,8 @@ from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
 REPORT_NAMES = ('flow_study.json', 'flow_study.md', 'flow_study.png')
+# (poses (B, 7), count) -> (B, count, n) rad: a flow's or a mixture model's raw samples.
+Sampler = Callable[[torch.Tensor, int], torch.Tensor]
 TEST_SEED = 12_345
 
 
@@ -87,19 +89,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     chain = named_chain(args.chain)
     mixture = load_checkpoint(args.mixture) if args.mixture else None
     if mixture is not None and (
-        not isinstance(mixture.model, MixtureIKNet) or mixture.chain != chain
+        not isinstance(mixture.model, MixtureIKNet)
+        or mixture.chain != chain
+        or mixture.model.config.position_only
     ):
         print(
             f'python -m iknet_train.flow_study: error: {args.mixture} is not a mixture model of '
-            f'{chain.name}',
+            f'{chain.name} whole poses',
             file=sys.stderr,
         )
         return 1
     flow, seconds = train_flow(chain, args)
     poses, _ = synthetic_samples(chain, args.poses, TEST_SEED, limit_ranges(chain))
-    samplers = {'zuko neural spline flow': flow}
+    samplers: dict[str, Sampler] = {
+        f'zuko neural spline flow (latent scale {scale:g})': (
+            lambda poses, count, scale=scale: flow.sample(poses, count, scale)
+        )
+        for scale in (1.0, 0.5)
+    }
     if mixture is not None:
-        samplers['mixture model'] = mixture.model.eval()
+        model = mixture.model.eval()
+        config = model.config
+        samplers[
+            f'mixture model (temperature {config.temperature:g}, component temperature '
+            f'{config.component_temperature:g}: what it proposes)'
+        ] = lambda poses, count: model.sample(
+            poses,
+            count,
+            temperature=config.temperature,
+            component_temperature=config.component_temperature,
+        )
     report = {
         'chain': chain.name,
         'settings': vars(args) | {'out': str(args.out), 'mixture': str(args.mixture)},
@@ -121,7 +140,15 @@ class PoseConditionedFlow(nn.Module):
     """zuko's neural spline flow over normalized joints, conditioned on normalized pose
     features: sample(poses (B, 7), count) -> (B, count, n) rad, as MixtureIKNet.sample."""
 
-    def __init__(self, chain: Chain, poses: torch.Tensor, joints: torch.Tensor, args) -> None:
+    def __init__(
+        self,
+        chain: Chain,
+        poses: torch.Tensor,
+        joints: torch.Tensor,
+        transforms: int,
+        hidden: int,
+    ) -> None:
+        """Normalization from the training pairs poses (B, 7) and joints (B, n) rad."""
         import zuko
 
         super().__init__()
@@ -131,19 +158,26 @@ class PoseConditionedFlow(nn.Module):
         self.register_buffer('joint_mean', joints.mean(0))
         self.register_buffer('joint_std', joints.std(0).clamp_min(1e-6))
         self.flow = zuko.flows.NSF(
-            chain.n_joints, features.shape[1], transforms=args.transforms,
-            hidden_features=(args.hidden, args.hidden),
+            chain.n_joints, features.shape[1], transforms=transforms,
+            hidden_features=(hidden, hidden),
         )  # fmt: skip
 
     def context(self, poses: torch.Tensor) -> torch.Tensor:
+        """What the flow is conditioned on: the networks' pose features, normalized."""
         return (pose_features(poses) - self.feature_mean) / self.feature_std
 
     def log_likelihood(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
         """log p of the normalized joints (B,): what training raises."""
         return self.flow(self.context(poses)).log_prob((joints - self.joint_mean) / self.joint_std)
 
-    def sample(self, poses: torch.Tensor, count: int) -> torch.Tensor:
-        normalized = self.flow(self.context(poses)).sample((count,))  # (count, B, n)
+    def sample(self, poses: torch.Tensor, count: int, latent_scale: float = 1.0) -> torch.Tensor:
+        """(B, 7) -> (B, count, n) rad; latent_scale < 1 draws the base normal narrower (IKFlow's
+        knob), trading diversity for accuracy as the mixture's temperature does."""
+        distribution = self.flow(self.context(poses))
+        base = distribution.base
+        noise = torch.randn((count, *base.mean.shape), device=poses.device)
+        latent = base.mean + latent_scale * base.stddev * noise
+        normalized = distribution.transform.inv(latent)  # (count, B, n)
         return normalized.transpose(0, 1) * self.joint_std + self.joint_mean
 
 
@@ -153,7 +187,7 @@ def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedF
     poses, joints = (
         torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(chain, args.synthetic)
     )
-    model = PoseConditionedFlow(chain, poses, joints, args)
+    model = PoseConditionedFlow(chain, poses, joints, args.transforms, args.hidden)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch_size = 1024
     iters_per_epoch = max(1, len(poses) // batch_size)
@@ -177,17 +211,17 @@ def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedF
     return model.eval(), time.perf_counter() - started
 
 
-def judge(chain: Chain, sampler, poses: np.ndarray, count: int) -> dict:
+def judge(chain: Chain, sample: Sampler, poses: np.ndarray, count: int) -> dict:
     """Raw samples' errors (mm, deg) on poses (B, 7), and ms for 1,000 samples of one pose."""
     tensor = torch.as_tensor(poses, dtype=torch.float32)
     with torch.inference_mode():
-        samples = sampler.sample(tensor, count).double().numpy()
+        samples = sample(tensor, count).double().numpy()
         one = tensor[:1]
-        sampler.sample(one, 1000)
+        sample(one, 1000)
         times = []
         for _ in range(5):
             started = time.perf_counter()
-            sampler.sample(one, 1000)
+            sample(one, 1000)
             times.append(time.perf_counter() - started)
     position, angle = pose_errors(chain, samples, np.repeat(poses[:, None], count, 1))
     return {

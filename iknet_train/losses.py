@@ -98,7 +98,13 @@ def mixture_loss(
         return loss, {}
     with full_precision(poses):
         generator = torch.Generator(device=poses.device).manual_seed(0)
-        sample = model.sample(poses, 1, model.config.temperature, generator)[:, 0]
+        sample = model.sample(
+            poses,
+            1,
+            temperature=model.config.temperature,
+            generator=generator,
+            component_temperature=model.config.component_temperature,
+        )[:, 0]
         position, _ = forward_kinematics(chain, sample.float())
         position_error = (position - poses[:, :3]).norm(dim=-1)
     return loss, {'position_mm': position_error * 1000.0}

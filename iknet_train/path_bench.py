@@ -172,10 +172,12 @@ def follow_alternatives(
     started = time.perf_counter()
     best = []
     for index, (curve, path) in enumerate(zip(curves, poses, strict=True)):
-        others = (
-            start_solutions(chain, path[0], count - 1, settings, seed=index) if count > 1 else []
-        )
-        starts = np.concatenate([curve[:1], np.reshape(others, (-1, chain.n_joints))])
+        others = np.zeros((0, chain.n_joints))
+        if count > 1:
+            others = start_solutions(
+                chain, path[0], count - 1, settings, seed=index, avoid=curve[0]
+            )
+        starts = np.concatenate([curve[:1], others])
         ranked = alternative_paths(chain, path, starts, settings, origin=curve[0])
         best.append(ranked[0].joints)
     return np.stack(best), time.perf_counter() - started

@@ -128,9 +128,10 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
     temperature = model.config.temperature if args.temperature is None else args.temperature
-    sharpening = args.component_temperature
-    sharpening = model.config.component_temperature if sharpening is None else sharpening
-    temperatures = (temperature, sharpening)
+    component_temperature = args.component_temperature
+    if component_temperature is None:
+        component_temperature = model.config.component_temperature
+    temperatures = (temperature, component_temperature)
     # A model of positions is judged on positions, whatever the flag says.
     args.position_only = args.position_only or model.config.position_only
     settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         raw = np.concatenate(
             [
                 model.sample(torch.as_tensor(block, dtype=torch.float32), count, temperature,
-                             generator, sharpening).double().numpy()
+                             generator, component_temperature).double().numpy()
                 for block in np.array_split(poses, max(1, len(poses) * count // 100_000))
             ]
         )  # fmt: skip
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'model': str(args.model),
         'position_only': args.position_only,
         'temperature': temperature,
-        'component_temperature': sharpening,
+        'component_temperature': component_temperature,
         'samples_per_pose': count,
         'data': {**source, 'n_poses': len(poses)},
         'tolerance': {
@@ -350,8 +351,16 @@ def speed(
     with torch.inference_mode():
         for _ in range(7):
             started = time.perf_counter()
-            samples = model.sample(tensor, count, temperatures[0], None, temperatures[1])
-            samples = samples[0].double().numpy()
+            samples = (
+                model.sample(
+                    tensor,
+                    count,
+                    temperature=temperatures[0],
+                    component_temperature=temperatures[1],
+                )[0]
+                .double()
+                .numpy()
+            )
             sampled = time.perf_counter()
             refiner.refine(position, rotation, samples)
             sampling.append(sampled - started)

@@ -4,12 +4,15 @@ import json
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.flow_study import PoseConditionedFlow, build_parser, main
+from iknet_train.flow_study import PoseConditionedFlow, main
 from iknet_train.synthetic import synthetic_samples
+
+pytest.importorskip('zuko', reason='zuko (the test extra) is not installed')
 
 
 def test_the_study_reports_the_flows_raw_samples(tmp_path):
@@ -17,10 +20,11 @@ def test_the_study_reports_the_flows_raw_samples(tmp_path):
     argv = ['--synthetic', '3000', '--epochs', '1', '--poses', '10', '--samples-per-pose', '4']
     assert main([*argv, '--out', str(out)]) == 0
     report = json.loads((out / 'flow_study.json').read_text())
-    flow = report['samplers']['zuko neural spline flow']
-    assert list(report['samplers']) == ['zuko neural spline flow']  # no --mixture given
+    names = [f'zuko neural spline flow (latent scale {scale})' for scale in ('1', '0.5')]
+    assert list(report['samplers']) == names  # no --mixture given
+    flow = report['samplers'][names[0]]
     assert math.isfinite(flow['position_error_mm']['mean']) and flow['ms_per_1000_samples'] > 0
-    assert '| zuko neural spline flow |' in (out / 'flow_study.md').read_text()
+    assert '| zuko neural spline flow (latent scale 0.5) |' in (out / 'flow_study.md').read_text()
     assert (out / 'flow_study.png').stat().st_size > 5_000
 
 
@@ -29,8 +33,7 @@ def test_training_raises_the_likelihood_of_a_fixed_batch():
     poses, joints = (
         torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(OMX_CHAIN, 512)
     )
-    args = build_parser().parse_args(['--transforms', '2', '--hidden', '32'])
-    flow = PoseConditionedFlow(OMX_CHAIN, poses, joints, args)
+    flow = PoseConditionedFlow(OMX_CHAIN, poses, joints, transforms=2, hidden=32)
     optimizer = torch.optim.Adam(flow.parameters(), lr=3e-3)
     before = flow.log_likelihood(poses, joints).mean().item()
     for _ in range(30):
@@ -47,5 +50,5 @@ def test_training_raises_the_likelihood_of_a_fixed_batch():
 def test_a_model_that_does_not_sample_is_refused(tmp_path, capsys):
     argv = ['--synthetic', '100', '--epochs', '1', '--mixture', str(shipped(DEFAULT_MODEL))]
     assert main([*argv, '--out', str(tmp_path)]) == 1
-    assert 'is not a mixture model of open_manipulator_x' in capsys.readouterr().err
+    assert 'is not a mixture model of open_manipulator_x whole poses' in capsys.readouterr().err
     assert main(['--epochs', '0', '--out', str(tmp_path)]) == 1

@@ -114,6 +114,24 @@ def test_start_solutions_begin_with_a_solvers_own():
     np.testing.assert_allclose(starts[: len(own)], own)
     assert len(own) < len(starts) <= 8  # random restarts add the rest of the continuum
     assert len(start_solutions(OMX_CHAIN, target, 1, settings, solver=solver)) == 1
+    # A solver's rows are refined with the path's settings inside the limits, near-duplicates
+    # (closer than SAME_SOLUTION_RAD) do not crowd out the restarts, and avoid is left out.
+    from iknet_core.solvers.result import Solutions
+
+    class Crowded:
+        def solve(self, position, rotation, max_solutions):
+            rows = own[0] + np.outer(np.arange(max_solutions), [0.0, 0.0, 0.0, 5e-3])
+            rows[-1] = HIGH + 0.5  # past every limit
+            flags = np.ones(max_solutions, dtype=bool)
+            zeros = np.zeros(max_solutions)
+            return Solutions(rows, zeros, zeros, flags, flags)
+
+    crowded = start_solutions(OMX_CHAIN, target, 8, settings, solver=Crowded())
+    assert len(crowded) > 2 and ((crowded >= LOW) & (crowded <= HIGH)).all()
+    reached, _ = forward_kinematics(OMX_CHAIN, crowded)
+    assert np.linalg.norm(reached - target, axis=-1).max() <= settings.tolerance.position
+    avoided = start_solutions(OMX_CHAIN, target, 8, settings, solver=solver, avoid=own[0])
+    assert (np.abs(avoided - own[0]).max(-1) >= 0.02).all()
 
 
 # (The limits leave the other branch 0.115 rad of bend, too little for a line.)

@@ -21,7 +21,7 @@ from numba import njit
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
-from iknet_core.metrics import distinct_solutions
+from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.policy import joint_bounds
@@ -122,27 +122,31 @@ def start_solutions(
     settings: SolverSettings = DEFAULT_SETTINGS,
     seed: int = 0,
     solver: Solver | None = None,
+    avoid: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Distinct solutions (m <= count, n) rad of one waypoint (7,) or (3,) as follow_path takes
-    it, inside the software limits: the solver's exact ones first, when one is given (asked for
-    count: a mixture model's samples give many), then Levenberg-Marquardt from joint vectors
-    drawn uniformly in the limits (seed) for the rest. Starts for alternative_paths."""
+    """Up to count distinct solutions (m, n) rad of one waypoint (7,) or (3,) as follow_path
+    takes it, inside the software limits and its tolerance: the solver's first, when one is
+    given (asked for count: a mixture model's samples give many), then Levenberg-Marquardt from
+    count joint vectors drawn uniformly in the limits (seed). None within SAME_SOLUTION_RAD of
+    avoid (n,) (the start joints, whose own path is followed anyway). Starts for
+    alternative_paths."""
     if count < 1:
         raise ValueError(f'count must be at least 1, got {count}')
     positions, rotations, settings = _check_targets(np.asarray(target)[None], settings)
-    found = np.zeros((0, chain.n_joints))
+    low, high = joint_bounds(chain, 'limits')
+    seeds = np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
     if solver is not None:
+        # Refined again with the path's settings, inside the limits: the solver's own may be
+        # another tolerance, or past a limit.
         solutions = solver.solve(positions[0], rotations[0], max_solutions=count)
-        found = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
-    missing = count - len(found)
-    if missing > 0:
-        low, high = joint_bounds(chain, 'limits')
-        seeds = np.random.default_rng(seed).uniform(low, high, (missing, chain.n_joints))
-        refiner = Refiner(chain, replace(settings, restarts=0), bounds='limits')
-        refined = refiner.refine(
-            np.repeat(positions, missing, 0), np.repeat(rotations, missing, 0), seeds
-        )
-        found = np.concatenate([found, refined.joints[refined.converged]])
+        seeds = np.concatenate([solutions.joints, seeds])
+    refiner = Refiner(chain, replace(settings, restarts=0), bounds='limits')
+    refined = refiner.refine(
+        np.repeat(positions, len(seeds), 0), np.repeat(rotations, len(seeds), 0), seeds
+    )
+    found = refined.joints[refined.converged]
+    if avoid is not None:
+        found = found[np.abs(found - avoid).max(-1) >= SAME_SOLUTION_RAD]
     return distinct_solutions(found)[:count]
 
 

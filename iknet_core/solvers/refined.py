@@ -84,8 +84,9 @@ def _network_refine_closest(
 ):
     """_refine_closest with the compiled network's hypotheses (K, n), written into hypotheses,
     made in the same call: network is CompiledNetwork.weights. Calling the network apart cost
-    ~7 us of a single query's ~35 in array checks, allocations and the dispatch of its 20
-    arguments. The arguments are spelled out: with *args numba types them in Python (~2.5 us)."""
+    ~7 us (of a single query's 35 then, 27 now) in array checks, allocations and the dispatch
+    of its 20 arguments. The arguments are spelled out: with *args numba types them in Python
+    (~2.5 us)."""
     forward_pose(position, rotation, network, hypotheses)
     return _refine_closest(
         hypotheses, position, rotation, joints, tip, reach, orientation_weight, refine_bounds,
@@ -133,7 +134,7 @@ class RefinedSolver:
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         _refine_closest(np.zeros((1, n)), np.zeros(3), np.eye(3), *self._first_try_arguments)
         if self._network is not None:
-            # Worked out once: a single query is ~25 us, and each lookup costs a little of it.
+            # Worked out once: a single query is ~25 us, and each lookup costs some of it.
             self._hypotheses_shape = (self._network.n_hypotheses, n)
             self._lone_network = self._network.n_hypotheses == 1
             self._network_first_try = (
