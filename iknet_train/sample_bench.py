@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
 
 def continuum(chain: Chain, settings: SolverSettings) -> bool:
     """The solutions of a target form a continuum: more joints than the task constrains."""
-    return chain.n_joints > (3 if settings.is_position_only else 6)
+    return chain.n_joints > settings.task_dimensions
 
 
 def refined_solutions(

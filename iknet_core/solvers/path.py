@@ -186,8 +186,7 @@ def follow_path(
     failed, joints, errors, status = follow(LIMIT_PULL, False)
     # Joints to spare, and the path stopped short of a waypoint (not at a jump, which another
     # null-space motion would not avoid): the retries, while it does.
-    task_rows = 3 if settings.is_position_only else 6
-    for pull in RETRY_PULLS if chain.n_joints > task_rows else ():
+    for pull in RETRY_PULLS if chain.n_joints > settings.task_dimensions else ():
         if failed == count or status[failed] != MISSED:
             break
         retry = follow(pull, True)
@@ -413,6 +412,7 @@ def _solve_near(
         work,
     )  # fmt: skip
     n = q.shape[0]
+    # SolverSettings.task_dimensions, from the kernel's settings tuple.
     task_rows = 3 if math.isinf(settings.orientation_tolerance) else 6
     if n <= task_rows or not kernels.meets(position_error, orientation_error, settings):
         return position_error, orientation_error  # no null space, or nothing to keep

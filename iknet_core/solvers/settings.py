@@ -72,6 +72,12 @@ class SolverSettings:
     def is_position_only(self) -> bool:
         return math.isinf(self.tolerance.orientation)
 
+    @property
+    def task_dimensions(self) -> int:
+        """What a target constrains: 3 for a position, 6 for a whole pose. An arm with more
+        joints has joints to spare, and a continuum of solutions."""
+        return 3 if self.is_position_only else 6
+
     def position_only(self) -> SolverSettings:
         """The same settings for reaching a position in any orientation: orientation neither
         steers the refinement nor ranks solutions, and any orientation meets the tolerance."""
