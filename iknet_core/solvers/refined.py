@@ -160,34 +160,30 @@ class RefinedSolver:
         """
         position, rotation = check_pose(position, rotation)
         network = self._network
-        if network is not None:
-            # The network's hypotheses, and with them the first try in the same compiled call.
-            hypotheses = np.empty(self._hypotheses_shape)
-            if seed is None and max_solutions == 1:
-                solutions = Solutions(
-                    *_network_refine_closest(
-                        network.weights, hypotheses, position, rotation, *self._network_first_try
-                    )
-                )
-                if self._first_try_answers(solutions, self._lone_network):
-                    return solutions
-            else:
-                network.forward_pose(position, rotation, hypotheses)
-        else:
+        if network is None:
             hypotheses = self._propose(position[None], rotation[None])[0]
-        if seed is None and max_solutions == 1 and network is None:
+        else:
+            hypotheses = np.empty(self._hypotheses_shape)  # the network writes them below
+        if seed is None and max_solutions == 1:
             # As solve_batch: the best-looking hypothesis alone first; all only if it misses.
-            lone = len(hypotheses) == 1
-            solutions = Solutions(
-                *_refine_closest(
+            if network is None:
+                lone = len(hypotheses) == 1
+                first = _refine_closest(
                     np.ascontiguousarray(hypotheses),
                     position,
                     rotation,
                     *(self._lone_seed_arguments if lone else self._first_try_arguments),
                 )
-            )
+            else:  # the network's hypotheses made in the same compiled call
+                lone = self._lone_network
+                first = _network_refine_closest(
+                    network.weights, hypotheses, position, rotation, *self._network_first_try
+                )
+            solutions = Solutions(*first)
             if self._first_try_answers(solutions, lone):
                 return solutions
+        elif network is not None:
+            network.forward_pose(position, rotation, hypotheses)
         if seed is not None:
             seed = check_seed(seed, self.chain)
             hypotheses = np.concatenate([seed[None], hypotheses])
