@@ -24,9 +24,7 @@ matplotlib.use('Agg')  # files only; no display on robots and CI
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pytorch_pfn_extras as ppe
 import torch
-from pytorch_pfn_extras.training import extensions
 from torch import nn
 
 from iknet_core.checkpoint import load_checkpoint
@@ -35,6 +33,7 @@ from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, pose_features
 from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.fit import fit
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
 REPORT_NAMES = ('flow_study.json', 'flow_study.md', 'flow_study.png')
@@ -188,26 +187,13 @@ def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedF
         torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(chain, args.synthetic)
     )
     model = PoseConditionedFlow(chain, poses, joints, args.transforms, args.hidden)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    batch_size = 1024
-    iters_per_epoch = max(1, len(poses) // batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=1e-3, total_steps=args.epochs * iters_per_epoch, pct_start=0.05
+    fit(
+        model,
+        lambda batch: -model.log_likelihood(poses[batch], joints[batch]).mean(),
+        len(poses),
+        args.epochs,
+        lr=1e-3,
     )
-    manager = ppe.training.ExtensionsManager(
-        model, optimizer, args.epochs, iters_per_epoch=iters_per_epoch,
-        extensions=[extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))],
-    )  # fmt: skip
-    while not manager.stop_trigger:
-        order = torch.randperm(len(poses))
-        for index in range(iters_per_epoch):
-            with manager.run_iteration():
-                batch = order[index * batch_size : (index + 1) * batch_size]
-                loss = -model.log_likelihood(poses[batch], joints[batch]).mean()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                ppe.reporting.report({'train/loss': loss.item()})
     return model.eval(), time.perf_counter() - started
 
 

@@ -28,9 +28,7 @@ matplotlib.use('Agg')  # files only; no display on robots and CI
 import matplotlib.pyplot as plt
 import numba
 import numpy as np
-import pytorch_pfn_extras as ppe
 import torch
-from pytorch_pfn_extras.training import extensions
 from torch import nn
 
 from iknet_core.kinematics.chain import Chain
@@ -43,6 +41,7 @@ from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.fit import fit
 
 REPORT_NAMES = ('tracking_study.json', 'tracking_study.md', 'tracking_study.png')
 TEST_SEED = 0  # iknet-path-bench's paths
@@ -152,26 +151,13 @@ def train_tracking_network(
     model.input_mean.copy_(inputs.mean(0))
     model.input_std.copy_(inputs.std(0).clamp_min(1e-6))
     model.step_scale.copy_(steps.std(0).clamp_min(1e-6))
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    batch_size = 1024
-    iters_per_epoch = max(1, len(inputs) // batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=3e-3, total_steps=args.epochs * iters_per_epoch, pct_start=0.05
+    fit(
+        model,
+        lambda batch: (((model(inputs[batch]) - steps[batch]) / model.step_scale) ** 2).mean(),
+        len(inputs),
+        args.epochs,
+        lr=3e-3,
     )
-    manager = ppe.training.ExtensionsManager(
-        model, optimizer, args.epochs, iters_per_epoch=iters_per_epoch,
-        extensions=[extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))],
-    )  # fmt: skip
-    while not manager.stop_trigger:
-        order = torch.randperm(len(inputs))
-        for index in range(iters_per_epoch):
-            with manager.run_iteration():
-                batch = order[index * batch_size : (index + 1) * batch_size]
-                loss = (((model(inputs[batch]) - steps[batch]) / model.step_scale) ** 2).mean()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                ppe.reporting.report({'train/loss': loss.item()})
     return model.eval(), time.perf_counter() - started
 
 
