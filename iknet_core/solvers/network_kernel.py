@@ -94,36 +94,53 @@ def _features(position, rotation, tool_frame, mean, std, out):
 
 
 @numba.njit(cache=True)
+def _take(parameters, offset, rows, columns):
+    """The (rows, columns) matrix stored at offset in the flat parameters, and the next offset."""
+    end = offset + rows * columns
+    return parameters[offset:end].reshape((rows, columns)), end
+
+
+@numba.njit(cache=True)
 def forward_pose(position, rotation, weights, out):
-    """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights, float32 arrays
-    but for joint_center and joint_scale (n,) float64, as MultiHypothesisIKNet.to_angles uses
-    them. A kernel of its own so that other kernels run the network inside (refined.py)."""
-    (
-        tool_frame, mean, std, stem_w, stem_b, norms, fc1_w, fc1_b, fc2_w, fc2_b, final_gain,
-        final_shift, head_w, head_b, n_hypotheses, n_joints, joint_center, joint_scale,
-    ) = weights  # fmt: skip
-    width = stem_b.shape[0]
-    features = np.empty(mean.shape[0], dtype=np.float32)
+    """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights. A kernel of
+    its own so that other kernels run the network inside (refined.py)."""
+    parameters, joint_map, layout = weights
+    tool_frame, n_features, width = layout[0] != 0, layout[1], layout[2]
+    n_blocks, n_hypotheses, n_joints = layout[3], layout[4], layout[5]
+    n_outputs = 2 * n_hypotheses * n_joints
+    # In CompiledNetwork's order.
+    normalization, offset = _take(parameters, 0, 2, n_features)
+    stem_w, offset = _take(parameters, offset, width, n_features)
+    stem_b, offset = _take(parameters, offset, 1, width)
+    features = np.empty(n_features, dtype=np.float32)
     x = np.empty(width, dtype=np.float32)
     h = np.empty(width, dtype=np.float32)
     g = np.empty(width, dtype=np.float32)
-    y = np.empty(head_b.shape[0], dtype=np.float32)
-    _features(position, rotation, tool_frame, mean, std, features)
-    linear(stem_w, stem_b, features, x)
-    for block in range(fc1_w.shape[0]):
-        _layer_norm_silu(x, norms[block, 0], norms[block, 1], h)
-        linear(fc1_w[block], fc1_b[block], h, g)
+    y = np.empty(n_outputs, dtype=np.float32)
+    _features(position, rotation, tool_frame, normalization[0], normalization[1], features)
+    linear(stem_w, stem_b[0], features, x)
+    for _ in range(n_blocks):
+        norm, offset = _take(parameters, offset, 2, width)
+        fc1_w, offset = _take(parameters, offset, width, width)
+        fc1_b, offset = _take(parameters, offset, 1, width)
+        fc2_w, offset = _take(parameters, offset, width, width)
+        fc2_b, offset = _take(parameters, offset, 1, width)
+        _layer_norm_silu(x, norm[0], norm[1], h)
+        linear(fc1_w, fc1_b[0], h, g)
         silu_inplace(g)
-        linear(fc2_w[block], fc2_b[block], g, h)
+        linear(fc2_w, fc2_b[0], g, h)
         for i in range(width):
             x[i] += h[i]
-    _layer_norm_silu(x, final_gain, final_shift, h)
-    linear(head_w, head_b, h, y)
+    final_norm, offset = _take(parameters, offset, 2, width)
+    head_w, offset = _take(parameters, offset, n_outputs, width)
+    head_b, offset = _take(parameters, offset, 1, n_outputs)
+    _layer_norm_silu(x, final_norm[0], final_norm[1], h)
+    linear(head_w, head_b[0], h, y)
     for k in range(n_hypotheses):
         for j in range(n_joints):
             index = 2 * (k * n_joints + j)
             circle = math.atan2(y[index + 1], y[index])
-            out[k, j] = joint_center[j] + joint_scale[j] * circle
+            out[k, j] = joint_map[0, j] + joint_map[1, j] * circle
 
 
 @numba.njit(cache=True)
@@ -142,33 +159,36 @@ class CompiledNetwork:
         if not isinstance(model, MultiHypothesisIKNet):
             raise ValueError(f'only MultiHypothesisIKNet compiles, got {type(model).__name__}')
 
-        def array(tensor) -> np.ndarray:
-            return np.ascontiguousarray(tensor.detach().cpu().float().numpy())
-
-        blocks = list(model.blocks)
         config = model.config
         self.n_hypotheses, self.n_joints = config.n_hypotheses, config.n_joints
-        # forward_pose's weights: one tuple, which kernels that run the network take whole.
+        # forward_pose's weights in three arrays, not one per parameter: a kernel's call types
+        # each argument, and a tuple of 18 cost a single query ~1.3 us. The float32 parameters
+        # flattened in the order forward_pose takes them; to_angles' joint centre and scale in
+        # float64, as the model uses them; the sizes.
+        per_block = [
+            [block.norm.weight, block.norm.bias, block.fc1.weight, block.fc1.bias,
+             block.fc2.weight, block.fc2.bias]
+            for block in model.blocks
+        ]  # fmt: skip
+        parameters = [  # in forward_pose's order
+            model.input_mean, model.input_std, model.stem.weight, model.stem.bias,
+            *(tensor for block in per_block for tensor in block),
+            model.norm.weight, model.norm.bias, model.head.weight, model.head.bias,
+        ]  # fmt: skip
+
+        def values(tensor, dtype) -> np.ndarray:
+            return tensor.detach().cpu().numpy().astype(dtype).ravel()
+
         self.weights = (
-            bool(config.tool_frame_features),
-            array(model.input_mean),
-            array(model.input_std),
-            array(model.stem.weight),
-            array(model.stem.bias),
-            np.stack([np.stack([array(b.norm.weight), array(b.norm.bias)]) for b in blocks]),
-            np.stack([array(b.fc1.weight) for b in blocks]),
-            np.stack([array(b.fc1.bias) for b in blocks]),
-            np.stack([array(b.fc2.weight) for b in blocks]),
-            np.stack([array(b.fc2.bias) for b in blocks]),
-            array(model.norm.weight),
-            array(model.norm.bias),
-            array(model.head.weight),
-            array(model.head.bias),
-            config.n_hypotheses,
-            config.n_joints,
-            model.joint_center.detach().cpu().double().numpy().copy(),
-            model.joint_scale.detach().cpu().double().numpy().copy(),
-        )
+            np.concatenate([values(tensor, np.float32) for tensor in parameters]),
+            np.stack([values(model.joint_center, np.float64),
+                      values(model.joint_scale, np.float64)]),
+            np.array(
+                [config.tool_frame_features, model.input_mean.numel(), config.width,
+                 len(model.blocks), config.n_hypotheses, config.n_joints],
+                dtype=np.int64,
+            ),
+        )  # fmt: skip
         self(np.zeros((1, 3)), np.eye(3)[None])  # compile (or load from cache) now
 
     def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
