@@ -1,4 +1,4 @@
-"""Where the shipped dataset and model are: colcon install, pip install or source tree."""
+"""Where the shipped dataset and models are: colcon install, pip install or source tree."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 PACKAGE = 'iknet'
 DEFAULT_MODEL = Path('models') / 'omx_iknet.pt'
+# The OM-X's small network that seeds refinement (network.SHIPPED_MODELS says why).
+SEED_MODEL = Path('models') / 'omx_seed.pt'
 TRAIN_DATA = Path('dataset') / 'train'
 TEST_DATA = Path('dataset') / 'test'
 

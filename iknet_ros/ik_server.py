@@ -29,7 +29,7 @@ from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
-from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import make_commander
@@ -104,7 +104,7 @@ class IKServer(Node):
 
     def prepare(self, description: str) -> None:
         """The chain (from the description, else the model, else the OM-X) and every solver
-        the `solver` parameter can pick for it, sharing one network."""
+        the `solver` parameter can pick for it, sharing the networks."""
         config = self.config
         started = time.monotonic()
         self.get_logger().info(
@@ -116,7 +116,8 @@ class IKServer(Node):
             if not (config.base_link and config.tip_link):
                 raise ValueError('a robot description needs the base_link and tip_link parameters')
             asked = chain_from_urdf(description, config.base_link, config.tip_link)
-        network = self.load_network(asked)
+        networks = self.load_networks(asked)
+        network = next(iter(networks.values()), None)
         chain = network.chain if network is not None else asked or OMX_CHAIN
         settings = SolverSettings(
             Tolerance(config.position_tolerance, config.orientation_tolerance),
@@ -131,12 +132,12 @@ class IKServer(Node):
             raise ValueError(
                 f'solver {config.solver!r} is not available for {chain.name}{needs}: {names}'
             )
-        solvers = {name: build_solver(name, chain, network, settings) for name in names}
+        solvers = {name: build_solver(name, chain, networks.get(name), settings) for name in names}
         for solver in solvers.values():
             exercise(solver)  # loads the compiled code now, not in the first request
         # The same solvers for requests with position_only (the kernels are shared).
         self.position_only_solvers = {
-            name: build_solver(name, chain, network, settings.position_only())
+            name: build_solver(name, chain, networks.get(name), settings.position_only())
             for name in names
             if name != 'analytic'
         }
@@ -151,26 +152,30 @@ class IKServer(Node):
             + (' (the kernels were compiled and cached for the next start)' if seconds > 5 else '')
         )
 
-    def load_network(self, asked: Chain | None) -> NetworkProposer | None:
-        """The model, or None where the server can serve without one. A model for another arm
-        than the description's is fatal when given, passed over when it is the shipped one."""
+    def load_networks(self, asked: Chain | None) -> dict[str, NetworkProposer]:
+        """The learned solvers' networks (model_path, else the shipped ones), or none where the
+        server can serve without them. A model for another arm than the description's is fatal
+        when given, passed over when it is the shipped one."""
         config = self.config
         try:
-            network = NetworkProposer(config.model_path or None, config.device, config.backend)
+            networks = load_networks(
+                config.model_path or None, NETWORK_SOLVERS, config.device, config.backend
+            )
         except (FileNotFoundError, ValueError) as error:
             if config.solver in NETWORK_SOLVERS:
                 raise
             self.get_logger().warning(f'serving without a network: {error}')
-            return None
-        if asked is not None and network.chain != asked and not config.model_path:
-            self.get_logger().info(
-                f'serving {asked.name} without a network: the shipped model is for '
-                f'{network.chain.name}'
-            )
-            return None
-        model_chain_for(asked, network.chain, network.model_path)
-        self.get_logger().info(f'loaded {network.describe()}')
-        return network
+            return {}
+        for name, network in networks.items():
+            if asked is not None and network.chain != asked and not config.model_path:
+                self.get_logger().info(
+                    f'serving {asked.name} without a network: the shipped models are for '
+                    f'{network.chain.name}'
+                )
+                return {}
+            model_chain_for(asked, network.chain, network.model_path)
+            self.get_logger().info(f'{name}: {network.describe()}')
+        return networks
 
     def on_robot_description(self, message: String) -> None:
         """The first robot description that gives a chain prepares the solvers."""

@@ -38,7 +38,10 @@ class ServerConfig:
 
 
 DESCRIPTIONS = {
-    'model_path': ("checkpoint file (.pt); '' = the shipped OM-X model where the arm is the OM-X"),
+    'model_path': (
+        "checkpoint file (.pt) of the network solvers; '' = the shipped OM-X models where the "
+        'arm is the OM-X (a small one seeds network+refine)'
+    ),
     'urdf': (
         'the arm: a .urdf or .urdf.xacro file, or the URDF XML itself (with base_link and '
         "tip_link); '' = the model's chain"

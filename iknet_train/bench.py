@@ -44,7 +44,7 @@ from iknet_core.solvers.factory import (
     available_solvers,
     build_solver,
 )
-from iknet_core.solvers.network import BACKENDS, NetworkProposer
+from iknet_core.solvers.network import BACKENDS, NetworkProposer, load_networks
 from iknet_core.solvers.parallel import available_cores
 from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
@@ -202,14 +202,14 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         settings = settings.position_only()
     tolerance = settings.tolerance
     names = list(dict.fromkeys(args.solvers))
-    wants_network = any(name in NETWORK_SOLVERS for name in names)
     asked = chain_from_args(args)
-    # The shipped model is the OM-X's: another arm's network solvers need its --model.
-    if wants_network and (args.model is not None or asked in (None, OMX_CHAIN)):
-        proposer = NetworkProposer(args.model, args.device, args.backend)
-        chain = model_chain_for(asked, proposer.chain, proposer.model_path)
-    else:
-        proposer, chain = None, asked or OMX_CHAIN
+    # The shipped models are the OM-X's: another arm's network solvers need its --model.
+    networks: dict[str, NetworkProposer] = {}
+    if args.model is not None or asked in (None, OMX_CHAIN):
+        networks = load_networks(args.model, names, args.device, args.backend)
+    chain = asked or OMX_CHAIN
+    for network in networks.values():
+        chain = model_chain_for(asked, network.chain, network.model_path)
 
     poses, recorded, source = target_poses(args, chain, TEST_DATA)
     if args.max_poses is not None and args.max_poses < len(poses):
@@ -236,8 +236,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
             'recorded_joints_within_limits': float(policy.within_limits(recorded).mean()),
             'recorded_joints_position_error_mm': summary(recorded_error * 1000.0),
         },
-        'model': str(proposer.model_path) if proposer else None,
-        'network': proposer.describe() if proposer else None,
+        'models': {name: str(network.model_path) for name, network in networks.items()},
         'tolerance': {
             'position_m': tolerance.position,
             # None: any orientation (--position-only); JSON has no infinity.
@@ -249,7 +248,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     }
     errors = {}
     for name in names:
-        contender = make_contender(name, args, chain, settings, proposer)
+        contender = make_contender(name, args, chain, settings, networks.get(name))
         if isinstance(contender, str):
             report['skipped'][name] = contender
             print(f'{name}: skipped, {contender}')

@@ -13,7 +13,7 @@ import numpy as np
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
-from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
 from iknet_train.bags import is_bag, load_bag
 from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
 from iknet_train.synthetic import limit_ranges, synthetic_samples
@@ -205,11 +205,12 @@ def target_poses(
     return poses, joints, source
 
 
-def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    """--model: a checkpoint file, default the shipped model."""
+def add_model_argument(parser: argparse.ArgumentParser, solvers: bool = True) -> None:
+    """--model: a checkpoint file, default the shipped model (per learned solver where the
+    command runs solvers)."""
+    default = f'the shipped {DEFAULT_MODEL}'
+    if solvers:
+        default += f'; network+refine is seeded by the shipped {SEED_MODEL}'
     parser.add_argument(
-        '--model',
-        type=Path,
-        default=None,
-        help=f'checkpoint (default: the shipped {DEFAULT_MODEL})',
+        '--model', type=Path, default=None, help=f'checkpoint (default: {default})'
     )

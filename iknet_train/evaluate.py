@@ -27,8 +27,8 @@ from iknet_core.metrics import (
 )
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.base import Solver
-from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
-from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
+from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import (
     add_chain_arguments,
@@ -158,11 +158,7 @@ def loaded_model(network: NetworkProposer | None) -> dict:
 def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
     """What --solver measures, built as ik_server builds it (`build_solver`), and its report
     header: its figures are what the server answers."""
-    network = (
-        NetworkProposer(args.model, args.device, 'compiled')
-        if args.solver in NETWORK_SOLVERS
-        else None
-    )
+    network = load_networks(args.model, [args.solver], args.device).get(args.solver)
     asked = chain_from_args(args)
     if network is not None:
         chain = model_chain_for(asked, network.chain, network.model_path)

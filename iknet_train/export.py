@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    add_model_argument(parser)
+    add_model_argument(parser, solvers=False)
     parser.add_argument(
         '--output',
         type=Path,

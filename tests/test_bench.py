@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from model_helpers import tiny_model_and_recording
 
-from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, shipped
+from iknet_core.resources import TEST_DATA, shipped
 from iknet_core.solvers.factory import SOLVER_NAMES
+from iknet_core.solvers.network import SHIPPED_MODELS
 from iknet_train import peers
 from iknet_train.bench import main
 
@@ -88,19 +89,25 @@ def test_analytic_and_refinement_reach_sub_micrometre_errors(
     assert refined['solved'] > 0.5
 
 
-def test_the_shipped_model_with_refinement_solves_every_test_pose(tmp_path: Path, no_peers):
-    """The issue's accuracy target on 300 poses of the shipped test recording."""
+def test_the_shipped_models_answer_every_test_pose(tmp_path: Path, no_peers):
+    """The issue's accuracy target on 300 poses of the shipped test recording, with no --model:
+    each learned solver loads its shipped model (the accurate network alone, the small one as
+    the seed of refinement)."""
     try:
-        model, data = shipped(DEFAULT_MODEL), shipped(TEST_DATA)
+        data = shipped(TEST_DATA)
+        models = {name: str(shipped(path)) for name, path in SHIPPED_MODELS.items()}
     except FileNotFoundError as error:
         pytest.skip(str(error))
-    argv = ['--model', str(model), '--data', str(data), '--max-poses', '300', *FAST,
-            '--out', str(tmp_path), '--solvers', 'network+refine']  # fmt: skip
+    argv = ['--data', str(data), '--max-poses', '300', *FAST, '--out', str(tmp_path),
+            '--solvers', 'network', 'network+refine']  # fmt: skip
     assert main(argv) == 0
-    refined = json.loads((tmp_path / 'bench.json').read_text())['solvers']['network+refine']
+    report = json.loads((tmp_path / 'bench.json').read_text())
+    assert report['models'] == models
+    refined = report['solvers']['network+refine']
     assert refined['solved_of_reachable'] == 1.0
     assert refined['position_error_mm']['p99'] <= 0.001
     assert refined['position_error_mm']['max'] <= 0.01
+    assert report['solvers']['network']['position_error_mm']['median'] < 0.5
 
 
 def test_solutions_flag_reports_distinct_exact_solutions(files, tmp_path: Path, no_peers):
@@ -173,5 +180,5 @@ def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:
         assert report['tolerance'] == {'position_m': 1e-5, 'orientation_rad': 1e-4}
         assert report['solvers']['refine-from-zero']['solved'] >= 0.9
         # The arm's own network, trained by the script because none was there.
-        assert report['model'] == str(tmp_path / 'models' / f'{robot}.pt')
+        assert report['models'] == {'network+refine': str(tmp_path / 'models' / f'{robot}.pt')}
         assert report['solvers']['network+refine']['solved'] >= 0.9

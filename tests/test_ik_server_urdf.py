@@ -58,7 +58,7 @@ def test_server_started_from_a_urdf_file_answers_with_its_joints(processes, ros,
         '-p', 'solver:=refine-from-zero', '-p', 'command_interface:=none', log=log,
     )  # fmt: skip
     assert_serves_the_long_arm(ros, log)
-    assert 'serving long_arm without a network: the shipped model is for open_manipulator_x' in (
+    assert 'serving long_arm without a network: the shipped models are for open_manipulator_x' in (
         log.read_text()
     )
 

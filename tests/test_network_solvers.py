@@ -160,3 +160,23 @@ def test_network_alone_reports_its_own_error(model_path, targets):
     np.testing.assert_allclose(
         solutions.position_errors, np.linalg.norm(fk_position - positions[0], axis=-1), atol=1e-12
     )
+
+
+def test_each_learned_solver_loads_its_shipped_model_unless_one_is_given(model_path):
+    from iknet_core.resources import shipped
+    from iknet_core.solvers.network import SHIPPED_MODELS, load_networks
+
+    try:
+        defaults = load_networks(None, ['analytic', 'network', 'network+refine'], 'cpu')
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    assert set(defaults) == {'network', 'network+refine'}  # not the closed form
+    for name, network in defaults.items():
+        assert network.model_path == shipped(SHIPPED_MODELS[name])
+        assert network.chain == OMX_CHAIN
+    # The seed is the cheaper network: fewer weights to read per query.
+    sizes = {name: sum(p.numel() for p in n.model.parameters()) for name, n in defaults.items()}
+    assert sizes['network+refine'] < sizes['network'] / 4
+    given = load_networks(model_path, ['network', 'network+refine'], 'cpu')
+    assert given['network'] is given['network+refine']  # one file, loaded once
+    assert given['network'].model_path == model_path

@@ -24,18 +24,23 @@ log "installed in $((SECONDS - started)) s"
 
 cd "$tmp"
 "$venv/bin/iknet-test" --help >/dev/null
-"$venv/bin/iknet-test" --timing-queries 10 --plots '' --json "$tmp/r.json"
-"$venv/bin/python" - "$tmp/r.json" "$venv" <<'PY'
+# Both shipped models: the network alone, and the small one that seeds network+refine.
+"$venv/bin/iknet-test" --timing-queries 10 --plots '' --json "$tmp/network.json"
+"$venv/bin/iknet-test" --solver network+refine --timing-queries 10 --plots '' \
+  --json "$tmp/refined.json"
+"$venv/bin/python" - "$venv" "$tmp/network.json" "$tmp/refined.json" <<'PY'
 import json
 import sys
 from pathlib import Path
 
-report, venv = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]).resolve()
-used = [Path(report['model']), *map(Path, report['data']['recordings'])]
-for path in used:
-    assert path.resolve().is_relative_to(venv / 'share' / 'iknet'), f'{path} is not installed data'
-assert report['n_samples'] > 0
-print(f"iknet-test from the pip install: {report['n_samples']} poses, "
-      f"median {report['position_error_mm']['median']:.3f} mm")
+venv = Path(sys.argv[1]).resolve()
+for name in sys.argv[2:]:
+    report = json.loads(Path(name).read_text())
+    used = [Path(report['model']), *map(Path, report['data']['recordings'])]
+    for path in used:
+        assert path.resolve().is_relative_to(venv / 'share' / 'iknet'), f'{path} is not installed'
+    assert report['n_samples'] > 0
+    print(f"iknet-test --solver {report['solver']} from the pip install ({Path(report['model']).name}): "
+          f"{report['n_samples']} poses, median {report['position_error_mm']['median']:.3f} mm")
 PY
 log "passed in $((SECONDS - started)) s"

@@ -143,7 +143,9 @@ def run_demo(args: argparse.Namespace, out: Path) -> int:
 
     step('3/4 simulated OM-X controller + IK server (real processes over DDS)')
     with ProcessGroup() as nodes:
-        for name, *ros_args in (('omx_sim',), ('ik_server', '-p', f'model_path:={model}')):
+        # Without --train the server loads the shipped models (a small one seeds refinement).
+        server = ('ik_server', '-p', f'model_path:={model}') if args.train else ('ik_server',)
+        for name, *ros_args in (('omx_sim',), server):
             command = [installed_executable(name), '--ros-args', *ros_args]
             print('$', *command, f'> {out / name}.log', flush=True)
             nodes.start(*command, log=out / f'{name}.log')
