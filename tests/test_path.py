@@ -195,6 +195,58 @@ def test_a_redundant_arm_keeps_its_joints_inside_the_limits():
     assert followed >= 3
 
 
+def squared_travel(joints: np.ndarray) -> float:
+    return float((np.diff(joints, axis=0) ** 2).sum())
+
+
+def test_smoothing_cuts_the_joint_travel_of_a_spare_joint_and_keeps_every_waypoint_exact():
+    # Positions of the OM-X: the tool pitch is spare.
+    travel = {'followed': 0.0, 'smoothed': 0.0}
+    for curve in smooth_joint_paths(OMX_CHAIN, count=6, waypoints=100, seed=5):
+        positions, _ = forward_kinematics(OMX_CHAIN, curve)
+        followed = follow_path(OMX_CHAIN, positions, curve[0], smoothing_passes=0)
+        smoothed = follow_path(OMX_CHAIN, positions, curve[0])
+        assert followed.success and smoothed.success, smoothed.reason
+        np.testing.assert_array_equal(smoothed.joints[0], followed.joints[0])
+        reached, _ = forward_kinematics(OMX_CHAIN, smoothed.joints)
+        errors = np.linalg.norm(reached - positions, axis=-1)
+        assert errors.max() <= 1e-6
+        np.testing.assert_allclose(smoothed.position_errors, errors, atol=1e-12)
+        assert ((smoothed.joints >= LOW - 1e-9) & (smoothed.joints <= HIGH + 1e-9)).all()
+        assert np.abs(np.diff(smoothed.joints, axis=0)).max() <= smoothed.max_step
+        assert squared_travel(smoothed.joints) <= squared_travel(followed.joints)
+        travel['followed'] += squared_travel(followed.joints)
+        travel['smoothed'] += squared_travel(smoothed.joints)
+    assert travel['smoothed'] < 0.98 * travel['followed']
+
+
+def test_smoothing_leaves_an_arm_without_spare_joints_as_followed():
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=50, seed=6)[0]
+    targets = pose_from_joints(OMX_CHAIN, curve)
+    smoothed = follow_path(OMX_CHAIN, targets, curve[0])
+    followed = follow_path(OMX_CHAIN, targets, curve[0], smoothing_passes=0)
+    np.testing.assert_array_equal(smoothed.joints, followed.joints)
+
+
+def test_smoothing_brings_a_panda_paths_largest_step_near_its_generating_curves():
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    panda = named_chain('panda')
+    ratios = {0: [], 3: []}
+    for curve in smooth_joint_paths(panda, count=20, waypoints=100, seed=0):
+        largest = np.abs(np.diff(curve, axis=0)).max()
+        for passes, found in ratios.items():
+            result = follow_path(panda, pose_from_joints(panda, curve), curve[0],
+                                 smoothing_passes=passes)  # fmt: skip
+            if result.success:
+                found.append(np.abs(np.diff(result.joints, axis=0)).max() / largest)
+                assert (result.position_errors <= 1e-6).all()
+    assert len(ratios[3]) == len(ratios[0]) >= 15
+    assert np.median(ratios[3]) < min(1.15, np.median(ratios[0]))
+
+
 def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it(monkeypatch):
     from iknet_core.kinematics.robots import example_robots_dir, named_chain
     from iknet_core.solvers import path
@@ -286,6 +338,8 @@ def test_the_path_benchmark_reports_every_arm(tmp_path):
     assert omx['paths'] == 3
     assert omx['waypoints_reached'] == 1.0 and omx['paths_followed'] == 1.0
     assert omx['jumps'] == 0 and omx['step_ratio_max'] <= 1.5
+    assert omx['paths_within_step_target'] == 1.0
+    assert 'iknet follow_path, not smoothed' not in report['arms']['omx']  # nothing to spare
     assert '| omx | iknet follow_path | 3 |' in (out / 'path_bench.md').read_text()
     best = report['arms']['omx']['iknet best of 8 starts']  # the default --alternatives
     assert best['paths'] == 3 and best['paths_followed'] == 1.0 and best['jumps'] == 0
@@ -322,3 +376,4 @@ def test_path_metrics_count_stops_and_jumps_and_peers_start_from_their_last_answ
     assert metrics['paths_followed'] == pytest.approx(1 / 3)
     assert metrics['waypoints_reached'] == pytest.approx((30 + 30 + 20) / 90)
     assert metrics['step_ratio_max'] == pytest.approx(1.0)
+    assert metrics['paths_within_step_target'] == pytest.approx(1 / 3)

@@ -219,7 +219,14 @@ def _bound(q, bounds):
 @njit(cache=True)
 def cholesky_solve(a, b, x):
     """Solve a x = b for symmetric positive definite a (n, n), overwriting a with its factor."""
-    n = b.shape[0]
+    cholesky_factor(a)
+    cholesky_substitute(a, b, x)
+
+
+@njit(cache=True)
+def cholesky_factor(a):
+    """a (n, n) symmetric positive definite -> its lower factor L in place (a = L L^T)."""
+    n = a.shape[0]
     for j in range(n):
         diagonal = a[j, j]
         for k in range(j):
@@ -231,16 +238,22 @@ def cholesky_solve(a, b, x):
             for k in range(j):
                 value -= a[i, k] * a[j, k]
             a[i, j] = value / diagonal
+
+
+@njit(cache=True)
+def cholesky_substitute(factor, b, x):
+    """x = (L L^T)^-1 b, L the lower factor in factor's lower triangle (cholesky_factor)."""
+    n = b.shape[0]
     for i in range(n):
         value = b[i]
         for k in range(i):
-            value -= a[i, k] * x[k]
-        x[i] = value / a[i, i]
+            value -= factor[i, k] * x[k]
+        x[i] = value / factor[i, i]
     for i in range(n - 1, -1, -1):
         value = x[i]
         for k in range(i + 1, n):
-            value -= a[k, i] * x[k]
-        x[i] = value / a[i, i]
+            value -= factor[k, i] * x[k]
+        x[i] = value / factor[i, i]
 
 
 @njit(cache=True, nogil=True)

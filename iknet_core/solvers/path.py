@@ -24,6 +24,7 @@ from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_an
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
+from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, smooth_path
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
@@ -156,11 +157,13 @@ def follow_path(
     start: np.ndarray,
     settings: SolverSettings = DEFAULT_SETTINGS,
     max_step: float | None = None,
+    smoothing_passes: int = SMOOTHING_PASSES,
 ) -> PathResult:
     """Joint waypoints for targets (T, 7) = x, y, z, qx, qy, qz, qw (m) or positions (T, 3),
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
-    between waypoints (default: from the path's spacing, see STEP_FACTOR). ValueError naming
-    the problem for an empty path, non-finite values or joints outside the limits."""
+    between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
+    path_smoothing's, for an arm with joints to spare (0: the waypoints as followed). ValueError
+    naming the problem for an empty path, non-finite values or joints outside the limits."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
     if max_step is None:
@@ -195,6 +198,11 @@ def follow_path(
     failed_at = None if failed == count else int(failed)
     if failed_at is not None:
         joints[failed_at:] = np.nan
+    # The waypoints reached, with less joint travel (an arm with joints to spare; else a no-op).
+    smooth_path(
+        joints[:failed], positions[:failed], rotations[:failed], arrays.joints, arrays.tip,
+        bounds, kernel_settings, float(max_step), smoothing_passes, errors[:failed],
+    )  # fmt: skip
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless
     return PathResult(
