@@ -155,8 +155,14 @@ class IKServer(Node):
     def load_networks(self, asked: Chain | None) -> dict[str, NetworkProposer]:
         """The learned solvers' networks (model_path, else the shipped ones), or none where the
         server can serve without them. A model for another arm than the description's is fatal
-        when given, passed over when it is the shipped one."""
+        when given; the shipped ones are not loaded for another arm than the OM-X."""
         config = self.config
+        if asked is not None and asked != OMX_CHAIN and not config.model_path:
+            self.get_logger().info(
+                f'serving {asked.name} without a network: the shipped models are for '
+                f'{OMX_CHAIN.name}'
+            )
+            return {}
         try:
             networks = load_networks(
                 config.model_path or None, NETWORK_SOLVERS, config.device, config.backend
@@ -167,12 +173,6 @@ class IKServer(Node):
             self.get_logger().warning(f'serving without a network: {error}')
             return {}
         for name, network in networks.items():
-            if asked is not None and network.chain != asked and not config.model_path:
-                self.get_logger().info(
-                    f'serving {asked.name} without a network: the shipped models are for '
-                    f'{network.chain.name}'
-                )
-                return {}
             model_chain_for(asked, network.chain, network.model_path)
             self.get_logger().info(f'{name}: {network.describe()}')
         return networks

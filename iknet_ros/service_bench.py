@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--requests', type=int, default=1000, help='timed requests per server')
     parser.add_argument('--solver', default='network', help='ik_server solver parameter')
-    parser.add_argument('--model', default='', help="checkpoint; '' = the shipped model")
+    parser.add_argument('--model', default='', help="checkpoint; '' = the shipped models")
     parser.add_argument('--trivial-server', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.trivial_server:

@@ -220,6 +220,19 @@ def test_smoothing_cuts_the_joint_travel_of_a_spare_joint_and_keeps_every_waypoi
     assert travel['smoothed'] < 0.98 * travel['followed']
 
 
+def test_smoothing_a_stopped_path_keeps_the_waypoint_its_reason_was_found_from():
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=60, seed=7)[0]
+    positions, _ = forward_kinematics(OMX_CHAIN, curve)
+    positions[40:] = [0.6, 0.0, 0.1]  # out of reach from waypoint 40 on
+    smoothed = follow_path(OMX_CHAIN, positions, curve[0])
+    followed = follow_path(OMX_CHAIN, positions, curve[0], smoothing_passes=0)
+    assert smoothed.failed_at == followed.failed_at == 40
+    assert smoothed.reason == followed.reason
+    np.testing.assert_array_equal(smoothed.joints[39], followed.joints[39])
+    assert squared_travel(smoothed.joints[:40]) < squared_travel(followed.joints[:40])
+    assert (smoothed.position_errors[:40] <= 1e-6).all()
+
+
 def test_smoothing_leaves_an_arm_without_spare_joints_as_followed():
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=50, seed=6)[0]
     targets = pose_from_joints(OMX_CHAIN, curve)

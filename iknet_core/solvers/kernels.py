@@ -21,6 +21,8 @@ from iknet_core.solvers.settings import named
 # Damping (m^2) added to the Levenberg-Marquardt normal equations so they stay solvable at
 # singularities (a straight elbow); tiny next to J^T J (~1e-2 m^2) elsewhere.
 DAMPING_FLOOR = 1e-12
+# Damping (m^2) of null-space projections (task_normal), so they stay defined at a singularity.
+NULL_SPACE_DAMPING = 1e-9
 # Steps smaller than this (rad, largest joint) mean the refinement is stationary.
 _STEP_FLOOR = 1e-14
 # Damping multiplier bounds: growth past the upper one means no step lowers the cost.
@@ -217,6 +219,27 @@ def _bound(q, bounds):
 
 
 @njit(cache=True)
+def task_normal(q, joints, tip, weight, work, normal):
+    """The pose Jacobian at q in work[2] (returned), its orientation rows weighted as refinement
+    weighs them (0 for a position), and normal (6, 6) = J J^T, damped: what a projection onto the
+    Jacobian's null space, I - J^T (J J^T)^-1 J, solves with."""
+    n = q.shape[0]
+    jacobian = work[2]
+    pose_jacobian(q, joints, tip, work[0], work[1], jacobian)
+    for k in range(3, 6):
+        for i in range(n):
+            jacobian[k, i] *= weight
+    for k in range(6):
+        for m in range(k + 1):
+            total = 0.0
+            for i in range(n):
+                total += jacobian[k, i] * jacobian[m, i]
+            normal[k, m] = normal[m, k] = total
+        normal[k, k] += NULL_SPACE_DAMPING
+    return jacobian
+
+
+@njit(cache=True)
 def cholesky_solve(a, b, x):
     """Solve a x = b for symmetric positive definite a (n, n), overwriting a with its factor."""
     cholesky_factor(a)
@@ -332,6 +355,12 @@ def workspace(n):
         np.empty((6, n)), np.empty(6), np.empty(6), np.empty((n, n)), np.empty(n), np.empty(n),
         np.empty(n),
     )  # fmt: skip
+
+
+@njit(cache=True)
+def task_rows(settings):
+    """SolverSettings.task_dimensions from a kernel's settings: 3 for a position, else 6."""
+    return 3 if math.isinf(settings.orientation_tolerance) else 6
 
 
 @njit(cache=True)

@@ -106,13 +106,21 @@ def load_networks(
     backend: str = 'compiled',
 ) -> dict[str, NetworkProposer]:
     """The network of each learned solver among solvers: model_path for every one, or each
-    one's shipped OM-X checkpoint (SHIPPED_MODELS); a file is loaded once."""
+    one's shipped OM-X checkpoint (SHIPPED_MODELS); a file is loaded once. ValueError when the
+    networks are for different chains (the solvers serve one arm)."""
     paths = {
         name: Path(model_path) if model_path else shipped(SHIPPED_MODELS[name])
         for name in solvers
         if name in SHIPPED_MODELS
     }
     loaded = {path: NetworkProposer(path, device, backend) for path in set(paths.values())}
+    first, *others = loaded.values()
+    for other in others:
+        if other.chain != first.chain:
+            raise ValueError(
+                f'{first.model_path} and {other.model_path} are for different chains '
+                f'({first.chain.name!r}, {other.chain.name!r}); the solvers serve one arm'
+            )
     return {name: loaded[path] for name, path in paths.items()}
 
 

@@ -177,7 +177,7 @@ class CompiledNetwork:
         ]  # fmt: skip
 
         def values(tensor, dtype) -> np.ndarray:
-            return tensor.detach().cpu().numpy().astype(dtype).ravel()
+            return tensor.detach().cpu().double().numpy().astype(dtype).ravel()  # any dtype
 
         self.weights = (
             np.concatenate([values(tensor, np.float32) for tensor in parameters]),

@@ -56,8 +56,6 @@ LIMIT_PULL = 0.05
 # followed (185 -> 195 on another 200), with the same largest steps on the paths the first pass
 # followed.
 RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
-# Damping (m^2) of the null-space projection, so it stays solvable at a singularity.
-_NULL_SPACE_DAMPING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -199,9 +197,11 @@ def follow_path(
     if failed_at is not None:
         joints[failed_at:] = np.nan
     # The waypoints reached, with less joint travel (an arm with joints to spare; else a no-op).
+    # Where the path stopped, its last reached waypoint stays: the reason was found from there.
     smooth_path(
         joints[:failed], positions[:failed], rotations[:failed], arrays.joints, arrays.tip,
-        bounds, kernel_settings, float(max_step), smoothing_passes, errors[:failed],
+        bounds, kernel_settings, float(max_step), smoothing_passes, failed_at is not None,
+        errors[:failed],
     )  # fmt: skip
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless
@@ -420,31 +420,19 @@ def _solve_near(
         work,
     )  # fmt: skip
     n = q.shape[0]
-    # SolverSettings.task_dimensions, from the kernel's settings tuple.
-    task_rows = 3 if math.isinf(settings.orientation_tolerance) else 6
-    if n <= task_rows or not kernels.meets(position_error, orientation_error, settings):
+    spare = n > kernels.task_rows(settings)
+    if not spare or not kernels.meets(position_error, orientation_error, settings):
         return position_error, orientation_error  # no null space, or nothing to keep
-    jacobian = work[2]
     normal, product, solution, saved, goal = null_work
     for i in range(n):
         goal[i] = _null_space_goal(q, previous, bounds, i, pull, near_limits)
-    kernels.pose_jacobian(q, joints, tip, work[0], work[1], jacobian)
-    weight = settings.orientation_weight
-    for k in range(3, 6):
-        for i in range(n):
-            jacobian[k, i] *= weight
-    # step = (I - J^T (J J^T)^-1 J) goal, damped so a singular J stays solvable.
+    # step = (I - J^T (J J^T)^-1 J) goal.
+    jacobian = kernels.task_normal(q, joints, tip, settings.orientation_weight, work, normal)
     for k in range(6):
         value = 0.0
         for i in range(n):
             value += jacobian[k, i] * goal[i]
         product[k] = value
-        for m in range(k + 1):
-            total = 0.0
-            for i in range(n):
-                total += jacobian[k, i] * jacobian[m, i]
-            normal[k, m] = normal[m, k] = total
-        normal[k, k] += _NULL_SPACE_DAMPING
     kernels.cholesky_solve(normal, product, solution)
     saved[:] = q
     for i in range(n):

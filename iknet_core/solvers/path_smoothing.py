@@ -6,13 +6,11 @@ the whole path, the joint motion that reproduces the same poses with the least s
 travel is a block-tridiagonal least-squares problem in the null space of each waypoint's
 Jacobian; each pass solves it once (block Thomas) and re-solves every waypoint exactly with
 Levenberg-Marquardt from the moved joints. On 200 random Panda paths the largest joint step of a
-followed path went from 1.28 to 1.03 times its generating curve's (median); no library solves
+followed path went from 1.28 to 1.08 times its generating curve's (median); no library solves
 this sparse, per-waypoint-constrained problem in microseconds, hence the hand-written kernel.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from numba import njit
@@ -25,22 +23,20 @@ SMOOTHING_PASSES = 3
 # Ridge (per rad^2 of offset) on the offsets: keeps each block positive definite where two
 # waypoints' null spaces barely overlap, and each pass's move small enough for the linearization.
 _RIDGE = 1e-2
-# Damping (m^2) of the null-space projector, so it stays defined at a singularity.
-_PROJECTOR_DAMPING = 1e-9
 
 
 @njit(cache=True)
 def smooth_path(
-    path, positions, rotations, joints, tip, bounds, setting_values, max_step, passes, errors
+    path, positions, rotations, joints, tip, bounds, setting_values, max_step, passes,
+    pinned_end, errors,
 ):  # fmt: skip
-    """Move the waypoints path (T, n) rad in place, the first kept, to reproduce the targets
-    with less squared joint travel; a pass is kept only when every waypoint still meets the
-    tolerance, no step exceeds max_step and the travel fell. errors (T, 2): the kept errors.
-    Returns the passes kept."""
+    """Move the waypoints path (T, n) rad in place, the first kept (and the last where
+    pinned_end), to reproduce the targets with less squared joint travel; a pass is kept only
+    when every waypoint still meets the tolerance, no step exceeds max_step and the travel fell.
+    errors (T, 2): the kept errors. Returns the passes kept."""
     settings = named(setting_values)
     count, n = path.shape
-    task_rows = 3 if math.isinf(settings.orientation_tolerance) else 6
-    if count < 3 or n <= task_rows:
+    if count < 3 or n <= kernels.task_rows(settings):
         return 0
     projectors = np.empty((count, n, n))
     offsets = np.empty((count, n))
@@ -54,10 +50,9 @@ def smooth_path(
     travel = _squared_travel(path)
     for done in range(passes):
         for t in range(count):
-            _projector(path[t], joints, tip, settings.orientation_weight, task_rows, work,
-                       scratch, projectors[t])  # fmt: skip
-        _least_travel_offsets(path, projectors, factors, reduced, blocks, offsets)
-        kept = True
+            _projector(path[t], joints, tip, settings.orientation_weight, work, scratch,
+                       projectors[t])  # fmt: skip
+        _least_travel_offsets(path, projectors, pinned_end, factors, reduced, blocks, offsets)
         trial[0] = path[0]
         trial_errors[0] = errors[0]
         for t in range(1, count):
@@ -71,11 +66,10 @@ def smooth_path(
             for i in range(n):
                 step = max(step, abs(trial[t, i] - trial[t - 1, i]))
             if not kernels.meets(position_error, orientation_error, settings) or step > max_step:
-                kept = False
-                break
+                return done
             trial_errors[t, 0], trial_errors[t, 1] = position_error, orientation_error
         trial_travel = _squared_travel(trial)
-        if not kept or trial_travel >= travel:
+        if trial_travel >= travel:
             return done
         path[:] = trial
         errors[:] = trial_errors
@@ -93,55 +87,44 @@ def _squared_travel(path):
 
 
 @njit(cache=True)
-def _projector(q, joints, tip, weight, task_rows, work, scratch, out):
+def _projector(q, joints, tip, weight, work, scratch, out):
     """out (n, n) = I - J^T (J J^T)^-1 J, the projector onto the null space of the pose Jacobian
-    at q (orientation rows weighted as refinement weighs them; damped)."""
+    at q (kernels.task_normal's: orientation rows weighted, damped)."""
     n = q.shape[0]
-    position, rotation, jacobian = work[0], work[1], work[2]
     normal, column, solution, solved = scratch
-    kernels.pose_jacobian(q, joints, tip, position, rotation, jacobian)
-    for k in range(3, 6):
-        for i in range(n):
-            jacobian[k, i] *= weight
-    for k in range(task_rows):
-        for m in range(k + 1):
-            total = 0.0
-            for j in range(n):
-                total += jacobian[k, j] * jacobian[m, j]
-            normal[k, m] = normal[m, k] = total
-        normal[k, k] += _PROJECTOR_DAMPING
-    factor = normal[:task_rows, :task_rows]
-    kernels.cholesky_factor(factor)
+    jacobian = kernels.task_normal(q, joints, tip, weight, work, normal)
+    kernels.cholesky_factor(normal)
     for i in range(n):  # solved[:, i] = (J J^T)^-1 J[:, i]
-        for k in range(task_rows):
+        for k in range(6):
             column[k] = jacobian[k, i]
-        kernels.cholesky_substitute(factor, column[:task_rows], solution[:task_rows])
-        for k in range(task_rows):
+        kernels.cholesky_substitute(normal, column, solution)
+        for k in range(6):
             solved[k, i] = solution[k]
     for i in range(n):
         for j in range(n):
             total = 0.0
-            for k in range(task_rows):
+            for k in range(6):
                 total += jacobian[k, i] * solved[k, j]
             out[i, j] = (1.0 if i == j else 0.0) - total
 
 
 @njit(cache=True)
-def _least_travel_offsets(path, projectors, factors, reduced, blocks, offsets):
+def _least_travel_offsets(path, projectors, pinned_end, factors, reduced, blocks, offsets):
     """offsets (T, n): v_t = P_t u_t minimizing sum_t |q_t+1 + v_t+1 - q_t - v_t|^2 + ridge
-    |u|^2 with v_0 = 0. The normal equations are block tridiagonal in u (diagonal
-    (2 P_t + ridge I), P_t alone at the free end; off-diagonal -P_t P_t+1); block Thomas
-    elimination with each pivot block Cholesky-factored once."""
+    |u|^2 with v_0 = 0 (and v_T-1 = 0 where pinned_end). The normal equations are block
+    tridiagonal in u (diagonal 2 P_t + ridge I, P_t alone at a free end; off-diagonal
+    -P_t P_t+1); block Thomas elimination with each pivot block Cholesky-factored once."""
     count, n = path.shape
+    last = count - 2 if pinned_end else count - 1  # the last waypoint that moves
     coupling, solved, pivot, right, column = blocks
-    for t in range(1, count):
-        last = t == count - 1
-        weight = 1.0 if last else 2.0
+    for t in range(1, last + 1):
+        free_end = t == count - 1
+        weight = 1.0 if free_end else 2.0
         projector = projectors[t]
         for i in range(n):
             total = 0.0
             for j in range(n):
-                change = (0.0 if last else path[t + 1, j] - path[t, j]) - (
+                change = (0.0 if free_end else path[t + 1, j] - path[t, j]) - (
                     path[t, j] - path[t - 1, j]
                 )
                 total += projector[i, j] * change
@@ -179,8 +162,9 @@ def _least_travel_offsets(path, projectors, factors, reduced, blocks, offsets):
     # Back substitution: u_t = F_t^-1 (reduced_t + P_t P_t+1 u_t+1), then v_t = P_t u_t.
     u = offsets  # u first, projected below
     u[0] = 0.0
-    kernels.cholesky_substitute(factors[count - 1], reduced[count - 1], u[count - 1])
-    for t in range(count - 2, 0, -1):
+    u[count - 1] = 0.0  # stays so where pinned
+    kernels.cholesky_substitute(factors[last], reduced[last], u[last])
+    for t in range(last - 1, 0, -1):
         for i in range(n):
             total = 0.0
             for k in range(n):
@@ -190,7 +174,7 @@ def _least_travel_offsets(path, projectors, factors, reduced, blocks, offsets):
                 total += projectors[t][i, k] * along
             right[i] = reduced[t, i] + total
         kernels.cholesky_substitute(factors[t], right, u[t])
-    for t in range(1, count):
+    for t in range(1, last + 1):
         for i in range(n):
             total = 0.0
             for j in range(n):
