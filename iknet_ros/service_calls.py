@@ -17,9 +17,10 @@ from rclpy.executors import Executor
 from rclpy.task import Future
 
 SPIN_STEP_S = 0.05
-# How long a tool waits for a freshly started server: its first start compiles the kernels
-# (about 20 s on 2 idle cores, ~40 s on 2 busy ones).
-READY_TIMEOUT_S = 180.0
+# How long a tool waits for a freshly started server: a first start on a cold numba cache
+# compiles every kernel (python -m iknet_core.solvers.warm_up: 51 s on 2 idle cores; the build
+# runs it, so a server after `make` or colcon loads them in seconds).
+READY_TIMEOUT_S = 300.0
 
 
 def spin_until(executor: Executor, done: Callable[[], bool], timeout_s: float) -> bool:
