@@ -177,6 +177,7 @@ def test_each_learned_solver_loads_its_shipped_model_unless_one_is_given(model_p
     # The seed is the cheaper network: fewer weights to read per query.
     sizes = {name: sum(p.numel() for p in n.model.parameters()) for name, n in defaults.items()}
     assert sizes['network+refine'] < sizes['network'] / 4
+    assert load_networks(None, ['analytic', 'refine-from-zero']) == {}  # nothing to load
     given = load_networks(model_path, ['network', 'network+refine'], 'cpu')
     assert given['network'] is given['network+refine']  # one file, loaded once
     assert given['network'].model_path == model_path

@@ -114,8 +114,9 @@ def load_networks(
         if name in SHIPPED_MODELS
     }
     loaded = {path: NetworkProposer(path, device, backend) for path in set(paths.values())}
-    first, *others = loaded.values()
-    for other in others:
+    networks = list(loaded.values())
+    for other in networks[1:]:
+        first = networks[0]
         if other.chain != first.chain:
             raise ValueError(
                 f'{first.model_path} and {other.model_path} are for different chains '
