@@ -108,8 +108,8 @@ class IKServer(Node):
         config = self.config
         started = time.monotonic()
         self.get_logger().info(
-            'preparing the solvers: loading the model and the compiled kernels (a first start '
-            'after an install compiles them, which takes up to a minute on a slow machine)'
+            'preparing the solvers: loading the models and the compiled kernels (a first start '
+            'on a cold cache compiles them: about a minute, longer on a busy machine)'
         )
         asked = None
         if description:

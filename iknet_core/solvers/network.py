@@ -116,11 +116,10 @@ def load_networks(
     loaded = {path: NetworkProposer(path, device, backend) for path in set(paths.values())}
     networks = list(loaded.values())
     for other in networks[1:]:
-        first = networks[0]
-        if other.chain != first.chain:
+        if other.chain != networks[0].chain:
             raise ValueError(
-                f'{first.model_path} and {other.model_path} are for different chains '
-                f'({first.chain.name!r}, {other.chain.name!r}); the solvers serve one arm'
+                f'{networks[0].model_path} and {other.model_path} are for different chains '
+                f'({networks[0].chain.name!r}, {other.chain.name!r}); the solvers serve one arm'
             )
     return {name: loaded[path] for name, path in paths.items()}
 

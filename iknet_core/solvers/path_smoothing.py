@@ -33,11 +33,12 @@ def smooth_path(
     """Move the waypoints path (T, n) rad in place, the first kept (and the last where
     pinned_end), to reproduce the targets with less squared joint travel; a pass is kept only
     when every waypoint still meets the tolerance, no step exceeds max_step and the travel fell.
-    errors (T, 2): the kept errors. Returns the passes kept."""
+    errors (T, 2): the kept errors."""
     settings = named(setting_values)
     count, n = path.shape
     if count < 3 or n <= kernels.task_rows(settings):
-        return 0
+        return
+    moved = range(1, count - 1 if pinned_end else count)  # the waypoints that may move
     projectors = np.empty((count, n, n))
     offsets = np.empty((count, n))
     factors = np.empty((count, n, n))
@@ -48,8 +49,8 @@ def smooth_path(
     scratch = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty((6, n)))
     blocks = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty(n))
     travel = _squared_travel(path)
-    for done in range(passes):
-        for t in range(count):
+    for _ in range(passes):
+        for t in moved:
             _projector(path[t], joints, tip, settings.orientation_weight, work, scratch,
                        projectors[t])  # fmt: skip
         _least_travel_offsets(path, projectors, pinned_end, factors, reduced, blocks, offsets)
@@ -66,15 +67,14 @@ def smooth_path(
             for i in range(n):
                 step = max(step, abs(trial[t, i] - trial[t - 1, i]))
             if not kernels.meets(position_error, orientation_error, settings) or step > max_step:
-                return done
+                return
             trial_errors[t, 0], trial_errors[t, 1] = position_error, orientation_error
         trial_travel = _squared_travel(trial)
         if trial_travel >= travel:
-            return done
+            return
         path[:] = trial
         errors[:] = trial_errors
         travel = trial_travel
-    return passes
 
 
 @njit(cache=True)

@@ -1,5 +1,5 @@
 """Compile every kernel the solvers use now, into numba's on-disk cache, so that the first
-ik_server start after an install answers within seconds instead of compiling for ~20 s.
+ik_server start after an install answers within seconds instead of compiling for ~50 s.
 
 The colcon build (CMakeLists.txt) and tools/setup.sh run `python -m iknet_core.solvers.warm_up`;
 the server calls `exercise` on its own solvers, which loads the cached code.
