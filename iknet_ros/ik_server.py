@@ -157,21 +157,20 @@ class IKServer(Node):
         server can serve without them. A model for another arm than the description's is fatal
         when given; the shipped ones are not loaded for another arm than the OM-X."""
         config = self.config
-        if asked is not None and asked != OMX_CHAIN and not config.model_path:
-            self.get_logger().info(
-                f'serving {asked.name} without a network: the shipped models are for '
-                f'{OMX_CHAIN.name}'
-            )
-            return {}
         try:
             networks = load_networks(
-                config.model_path or None, NETWORK_SOLVERS, config.device, config.backend
+                config.model_path or None, NETWORK_SOLVERS, config.device, config.backend, asked
             )
         except (FileNotFoundError, ValueError) as error:
             if config.solver in NETWORK_SOLVERS:
                 raise
             self.get_logger().warning(f'serving without a network: {error}')
             return {}
+        if not networks:
+            self.get_logger().info(
+                f'serving {asked.name} without a network: the shipped models are for '
+                f'{OMX_CHAIN.name}'
+            )
         for name, network in networks.items():
             model_chain_for(asked, network.chain, network.model_path)
             self.get_logger().info(f'{name}: {network.describe()}')

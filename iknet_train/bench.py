@@ -203,10 +203,8 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
     tolerance = settings.tolerance
     names = list(dict.fromkeys(args.solvers))
     asked = chain_from_args(args)
-    # The shipped models are the OM-X's: another arm's network solvers need its --model.
-    networks: dict[str, NetworkProposer] = {}
-    if args.model is not None or asked in (None, OMX_CHAIN):
-        networks = load_networks(args.model, names, args.device, args.backend)
+    # Another arm than the OM-X's network solvers need its --model.
+    networks = load_networks(args.model, names, args.device, args.backend, arm=asked)
     chain = asked or OMX_CHAIN
     for network in networks.values():
         chain = model_chain_for(asked, network.chain, network.model_path)

@@ -1,5 +1,7 @@
 """The network backends (compiled, torch, onnxruntime) and the solvers built on them."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -178,6 +180,9 @@ def test_each_learned_solver_loads_its_shipped_model_unless_one_is_given(model_p
     sizes = {name: sum(p.numel() for p in n.model.parameters()) for name, n in defaults.items()}
     assert sizes['network+refine'] < sizes['network'] / 4
     assert load_networks(None, ['analytic', 'refine-from-zero']) == {}  # nothing to load
+    other_arm = replace(OMX_CHAIN, name='other_arm', tip_xyz=(0.2, 0.0, 0.0))
+    assert load_networks(None, ['network'], arm=other_arm) == {}  # the shipped serve the OM-X
+    assert set(load_networks(None, ['network'], 'cpu', arm=OMX_CHAIN)) == {'network'}
     given = load_networks(model_path, ['network', 'network+refine'], 'cpu')
     assert given['network'] is given['network+refine']  # one file, loaded once
     assert given['network'].model_path == model_path

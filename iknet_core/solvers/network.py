@@ -16,6 +16,7 @@ import torch
 
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.device import resolve_device
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_core.networks import MixtureIKNet
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
@@ -104,10 +105,14 @@ def load_networks(
     solvers: Iterable[str],
     device: str = 'auto',
     backend: str = 'compiled',
+    arm: Chain | None = None,
 ) -> dict[str, NetworkProposer]:
     """The network of each learned solver among solvers: model_path for every one, or each
-    one's shipped OM-X checkpoint (SHIPPED_MODELS); a file is loaded once. ValueError when the
-    networks are for different chains (the solvers serve one arm)."""
+    one's shipped OM-X checkpoint (SHIPPED_MODELS); a file is loaded once. None without
+    model_path for an arm other than the OM-X: the shipped ones do not serve it. ValueError when
+    the networks are for different chains (the solvers serve one arm)."""
+    if not model_path and arm is not None and arm != OMX_CHAIN:
+        return {}
     paths = {
         name: Path(model_path) if model_path else shipped(SHIPPED_MODELS[name])
         for name in solvers
