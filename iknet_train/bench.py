@@ -60,6 +60,7 @@ from iknet_train.cli import (
     target_poses,
 )
 from iknet_train.peers import PEER_NAMES, PEER_PACKAGES, Contender, build_peer, offline
+from iknet_train.plots import save_figure
 from iknet_train.timing import time_solver
 
 ALL_SOLVERS = SOLVER_NAMES + PEER_NAMES
@@ -483,9 +484,7 @@ def plot_bench(path: Path, report: dict, errors: dict[str, np.ndarray]) -> None:
         for row, value in zip(rows, values, strict=True):
             axis.text(value, row, f' {_number(value)}', va='center', fontsize=8)
     single.set_title('one thread')
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 if __name__ == '__main__':

@@ -32,6 +32,7 @@ from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.solvers.network import NetworkProposer
 from iknet_train.cli import add_chain_arguments, chain_from_args
+from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
 from iknet_train.train import main as train_main
 
@@ -161,9 +162,7 @@ def plot(path: Path, results: dict) -> None:
     axes.set(xscale='log', yscale='log', xlabel='samples of B', ylabel='median position error mm')
     axes.set_title(f'{results["arm_a"]}: links changed by up to {results["scale"]:.0%}')
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path, dpi=120)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

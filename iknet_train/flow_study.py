@@ -34,6 +34,7 @@ from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, pose_features
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.fit import fit
+from iknet_train.plots import save_figure
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
 REPORT_NAMES = ('flow_study.json', 'flow_study.md', 'flow_study.png')
@@ -252,9 +253,7 @@ def plot_flow_study(path: Path, report: dict) -> None:
     axis.set(xlabel='raw sample position error (mm)', yticks=rows, yticklabels=names)
     axis.invert_yaxis()
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 if __name__ == '__main__':

@@ -38,6 +38,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
+from iknet_train.plots import save_figure
 
 REPORT_NAMES = ('path_bench.json', 'path_bench.md', 'path_bench.png')
 PATH_PEERS = ('roboticstoolbox', 'ikpy')
@@ -292,9 +293,7 @@ def plot_path_bench(path: Path, report: dict) -> None:
     speed.set_yticklabels([])
     for axis in (followed, speed):
         axis.invert_yaxis()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 if __name__ == '__main__':

@@ -1,4 +1,5 @@
-"""Figures of the test report: error distribution, where in the workspace, the worst cases."""
+"""Figures of the test report (error distribution, where in the workspace, the worst cases),
+and save_figure, which every report's figures are written with."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import joint_frames
 
 
+def save_figure(figure: plt.Figure, path: Path, dpi: int = 100) -> None:
+    """Lay out, write and close a report's figure: closing frees it, which a long benchmark
+    or study run that writes several would otherwise keep."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+
+
 def plot_error_histogram(path: Path, position_error_m: np.ndarray) -> None:
     """Histogram of the position error (mm, log bins) with median and p95 marked."""
     error_mm = np.maximum(np.asarray(position_error_m) * 1000.0, 1e-4)
@@ -30,9 +39,7 @@ def plot_error_histogram(path: Path, position_error_m: np.ndarray) -> None:
     axes.set(xscale='log', xlabel='position error (mm)', ylabel='samples')
     axes.set_title('End-effector position error, FK(prediction) vs recorded pose')
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def plot_workspace_error(path: Path, poses: np.ndarray, position_error_m: np.ndarray) -> None:
@@ -92,6 +99,4 @@ def plot_worst_cases(
         axis.set(aspect='equal', xlabel='horizontal (m)', ylabel='z (m)')
     axes.ravel()[0].legend(fontsize=8)
     figure.suptitle('Worst cases, in the recorded arm plane')
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)

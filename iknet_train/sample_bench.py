@@ -50,6 +50,7 @@ from iknet_train.cli import (
     chain_from_args,
     target_poses,
 )
+from iknet_train.plots import save_figure
 
 logger = logging.getLogger(__name__)
 REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
@@ -456,9 +457,7 @@ def plot_fan(
     densities.set_xlabel('joint angle (rad), raw samples')
     densities.set_ylabel('density')
     densities.legend(fontsize='small')
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 if __name__ == '__main__':

@@ -42,6 +42,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.fit import fit
+from iknet_train.plots import save_figure
 
 REPORT_NAMES = ('tracking_study.json', 'tracking_study.md', 'tracking_study.png')
 TEST_SEED = 0  # iknet-path-bench's paths
@@ -303,9 +304,7 @@ def plot_tracking_study(path: Path, report: dict) -> None:
     axis.set(xlabel='us per waypoint, one thread', yticks=rows, yticklabels=labels)
     axis.invert_yaxis()
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 if __name__ == '__main__':

@@ -23,11 +23,11 @@ import matplotlib
 
 matplotlib.use('Agg')  # files only; no display on robots and CI
 
-import matplotlib.pyplot as plt
 import optuna
 import pytorch_pfn_extras as ppe
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
 from iknet_train.train import train
 
@@ -131,9 +131,7 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
         with warnings.catch_warnings():  # optuna marks its matplotlib plots experimental
             warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)
             axes = plot(study)
-        axes.figure.tight_layout()
-        axes.figure.savefig(out / name, dpi=120)
-        plt.close(axes.figure)
+        save_figure(axes.figure, out / name, dpi=120)
         written.append(out / name)
     return written
 
