@@ -18,7 +18,7 @@ from rclpy.task import Future
 
 SPIN_STEP_S = 0.05
 # How long a tool waits for a freshly started server: a first start on a cold numba cache
-# compiles every kernel (python -m iknet_core.solvers.warm_up: 51 s on 2 idle cores; the build
+# compiles every kernel (python -m iknet_core.solvers.warm_up: 55 s on 2 idle cores; the build
 # runs it, so a server after `make` or colcon loads them in seconds).
 READY_TIMEOUT_S = 300.0
 

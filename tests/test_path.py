@@ -260,26 +260,80 @@ def test_smoothing_brings_a_panda_paths_largest_step_near_its_generating_curves(
     assert np.median(ratios[3]) < min(1.15, np.median(ratios[0]))
 
 
-def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it(monkeypatch):
+def random_panda_path(count: int, index: int):
+    """The Panda and path index of count random smooth paths (seed 0): its curve and poses."""
     from iknet_core.kinematics.robots import example_robots_dir, named_chain
-    from iknet_core.solvers import path
 
     if example_robots_dir() is None:
         pytest.skip('example-robot-data is not installed')
     panda = named_chain('panda')
-    # Path 10 of these 40 stops short of a waypoint on the first pass.
-    curve = smooth_joint_paths(panda, count=40, waypoints=100, seed=0)[10]
-    targets = pose_from_joints(panda, curve)
-    monkeypatch.setattr(path, 'RETRY_PULLS', ())
-    first_pass = follow_path(panda, targets, curve[0])
-    assert not first_pass.success
-    monkeypatch.undo()
-    result = follow_path(panda, targets, curve[0])
+    curve = smooth_joint_paths(panda, count=count, waypoints=100, seed=0)[index]
+    return panda, curve, pose_from_joints(panda, curve)
+
+
+def assert_followed_exactly_inside_the_limits(chain, result) -> None:
     assert result.success, result.reason
-    assert (result.position_errors <= 1e-6).all()
-    low, high = joint_bounds(panda, 'limits')
+    assert (result.status == 'reached').all()
+    assert (result.position_errors <= 1e-5).all() and (result.orientation_errors <= 1e-4).all()
+    low, high = joint_bounds(chain, 'limits')
     assert ((result.joints >= low - 1e-9) & (result.joints <= high + 1e-9)).all()
     assert np.abs(np.diff(result.joints, axis=0)).max() <= result.max_step
+
+
+def test_a_redundant_arm_stopped_by_a_limit_follows_the_path_again_pulled_off_it(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 10 of these 40 stops short of a waypoint on the first pass.
+    panda, curve, targets = random_panda_path(40, 10)
+    monkeypatch.setattr(path, 'search_path', lambda *arguments: 0)  # the retries alone
+    monkeypatch.setattr(path, 'RETRY_PULLS', ())
+    assert not follow_path(panda, targets, curve[0]).success
+    monkeypatch.undo()
+    monkeypatch.setattr(path, 'search_path', lambda *arguments: 0)
+    assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
+
+
+def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_motion(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 13 of these 20 stops short of a waypoint after every retry.
+    panda, curve, targets = random_panda_path(20, 13)
+    searched = []
+    search = path.search_path
+
+    def unlinked(*arguments):
+        searched.append(True)
+        return 0  # as if no waypoint could be linked
+
+    monkeypatch.setattr(path, 'search_path', unlinked)
+    stopped = follow_path(panda, targets, curve[0])
+    assert not stopped.success and searched == [True]
+    assert 'not reached from the previous one' in stopped.reason
+    monkeypatch.setattr(path, 'search_path', search)
+    result = follow_path(panda, targets, curve[0])
+    assert_followed_exactly_inside_the_limits(panda, result)
+    assert np.abs(result.joints[0] - curve[0]).max() <= result.max_step
+
+
+def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():
+    from iknet_core.solvers import kernels
+    from iknet_core.solvers.path_search import SEARCH_OFFSETS, search_path
+
+    settings = SolverSettings().position_only()  # the OM-X's positions: a joint to spare
+    joints = np.array([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.01, 0.0], [0.0, 0.0, 0.5, 0.0]])
+    positions, _ = forward_kinematics(OMX_CHAIN, joints)
+    rotations = np.broadcast_to(np.eye(3), (3, 3, 3)).copy()
+    arrays = kernels.ChainArrays.from_chain(OMX_CHAIN)
+    bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
+    out, errors = np.full((3, 4), 7.0), np.full((3, 2), 7.0)
+    arguments = (joints[0], positions, rotations, arrays.joints, arrays.tip, bounds,
+                 settings.kernel())  # fmt: skip
+    # Waypoint 2 is half a radian of elbow away: beyond a 0.1 rad bound from anything kept.
+    assert search_path(*arguments, 0.1, 16, SEARCH_OFFSETS, out, errors) == 2
+    assert (out == 7.0).all() and (errors == 7.0).all()
+    assert search_path(*arguments, 1.0, 16, SEARCH_OFFSETS, out, errors) == 3
+    assert (errors[:, 0] <= settings.tolerance.position).all()
+    assert np.abs(np.diff(np.concatenate([joints[:1], out]), axis=0)).max() <= 1.0
 
 
 def test_retries_are_only_for_stops_short_of_a_waypoint_on_arms_with_joints_to_spare(

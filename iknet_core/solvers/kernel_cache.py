@@ -25,6 +25,7 @@ KERNEL_MODULES = (
     'iknet_core.solvers.analytic',
     'iknet_core.solvers.refined',
     'iknet_core.solvers.path',
+    'iknet_core.solvers.path_search',
     'iknet_core.solvers.path_smoothing',
     'iknet_core.solvers.network_kernel',
 )

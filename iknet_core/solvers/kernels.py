@@ -240,6 +240,28 @@ def task_normal(q, joints, tip, weight, work, normal):
 
 
 @njit(cache=True)
+def null_space_projector(q, joints, tip, weight, work, scratch, out):
+    """out (n, n) = I - J^T (J J^T)^-1 J, the projector onto the null space of the pose Jacobian
+    at q (task_normal's: orientation rows weighted, damped)."""
+    n = q.shape[0]
+    normal, column, solution, solved = scratch
+    jacobian = task_normal(q, joints, tip, weight, work, normal)
+    cholesky_factor(normal)
+    for i in range(n):  # solved[:, i] = (J J^T)^-1 J[:, i]
+        for k in range(6):
+            column[k] = jacobian[k, i]
+        cholesky_substitute(normal, column, solution)
+        for k in range(6):
+            solved[k, i] = solution[k]
+    for i in range(n):
+        for j in range(n):
+            total = 0.0
+            for k in range(6):
+                total += jacobian[k, i] * solved[k, j]
+            out[i, j] = (1.0 if i == j else 0.0) - total
+
+
+@njit(cache=True)
 def cholesky_solve(a, b, x):
     """Solve a x = b for symmetric positive definite a (n, n), overwriting a with its factor."""
     cholesky_factor(a)

@@ -4,10 +4,11 @@ never jump.
 Each waypoint is refined by Levenberg-Marquardt from the previous one (as it is, and carried on
 at its last velocity), with the joints clamped to the software limits and never wrapped: damped
 steps from the previous solution stay on its branch. Arms with joints to spare keep them near
-the previous waypoint and off their limits (and where the path still stops short of a
-waypoint, it is followed again with the joints near a limit pulled harder). A waypoint that can
-only be reached with a jump (a branch change, a turn through a singularity) or not at all stops
-the path there, with the reason. The whole path is one compiled call (a per-waypoint call from
+the previous waypoint and off their limits; where the path still stops short of a waypoint, it
+is followed again with the joints near a limit pulled harder, and where it stops even so, their
+self-motion is searched (path_search). A waypoint that can only be reached with a jump (a branch
+change, a turn through a singularity) or not at all stops the path there, with the reason. The
+whole path is one compiled call (a per-waypoint call from
 Python would cost more than the refinement).
 """
 
@@ -24,6 +25,7 @@ from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_an
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
+from iknet_core.solvers.path_search import SEARCH_OFFSETS, SEARCH_WIDTH, search_path
 from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, smooth_path
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
@@ -185,14 +187,24 @@ def follow_path(
         return failed, joints, errors, status
 
     failed, joints, errors, status = follow(LIMIT_PULL, False)
+    spare = chain.n_joints > settings.task_dimensions
     # Joints to spare, and the path stopped short of a waypoint (not at a jump, which another
     # null-space motion would not avoid): the retries, while it does.
-    for pull in RETRY_PULLS if chain.n_joints > settings.task_dimensions else ():
+    for pull in RETRY_PULLS if spare else ():
         if failed == count or status[failed] != MISSED:
             break
         retry = follow(pull, True)
         if retry[0] > failed:  # got further: keep it, with the reason it stopped
             failed, joints, errors, status = retry
+    if spare and failed < count:  # still stopped: search the self-motion (path_search)
+        searched, searched_errors = np.empty_like(joints), np.empty_like(errors)
+        linked = search_path(
+            start, positions, rotations, arrays.joints, arrays.tip, bounds, kernel_settings,
+            float(max_step), SEARCH_WIDTH, SEARCH_OFFSETS, searched, searched_errors,
+        )  # fmt: skip
+        if linked == count:
+            failed, joints, errors = count, searched, searched_errors
+            status[:] = REACHED
     failed_at = None if failed == count else int(failed)
     if failed_at is not None:
         joints[failed_at:] = np.nan

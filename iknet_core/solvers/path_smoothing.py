@@ -51,8 +51,9 @@ def smooth_path(
     travel = _squared_travel(path)
     for _ in range(passes):
         for t in moved:
-            _projector(path[t], joints, tip, settings.orientation_weight, work, scratch,
-                       projectors[t])  # fmt: skip
+            kernels.null_space_projector(
+                path[t], joints, tip, settings.orientation_weight, work, scratch, projectors[t]
+            )
         _least_travel_offsets(path, projectors, pinned_end, factors, reduced, blocks, offsets)
         trial[0] = path[0]
         trial_errors[0] = errors[0]
@@ -84,28 +85,6 @@ def _squared_travel(path):
         for i in range(path.shape[1]):
             total += (path[t, i] - path[t - 1, i]) ** 2
     return total
-
-
-@njit(cache=True)
-def _projector(q, joints, tip, weight, work, scratch, out):
-    """out (n, n) = I - J^T (J J^T)^-1 J, the projector onto the null space of the pose Jacobian
-    at q (kernels.task_normal's: orientation rows weighted, damped)."""
-    n = q.shape[0]
-    normal, column, solution, solved = scratch
-    jacobian = kernels.task_normal(q, joints, tip, weight, work, normal)
-    kernels.cholesky_factor(normal)
-    for i in range(n):  # solved[:, i] = (J J^T)^-1 J[:, i]
-        for k in range(6):
-            column[k] = jacobian[k, i]
-        kernels.cholesky_substitute(normal, column, solution)
-        for k in range(6):
-            solved[k, i] = solution[k]
-    for i in range(n):
-        for j in range(n):
-            total = 0.0
-            for k in range(6):
-                total += jacobian[k, i] * solved[k, j]
-            out[i, j] = (1.0 if i == j else 0.0) - total
 
 
 @njit(cache=True)

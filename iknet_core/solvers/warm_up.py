@@ -37,10 +37,14 @@ def exercise(solver: Solver) -> None:
 
 
 def exercise_path(chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
-    """follow_path's kernels once, on a three-waypoint path inside the limits."""
+    """follow_path's kernels once, on a three-waypoint path inside the limits; and its
+    positions with a bound on the step that stops the path, so that (with a joint to spare)
+    the self-motion search compiles too."""
     low, high = joint_bounds(chain, 'limits')
     joints = np.clip(0.1 + np.array([[0.0], [0.01], [0.02]]), low, high)  # (3, n)
-    follow_path(chain, pose_from_joints(chain, joints), joints[0], settings)
+    poses = pose_from_joints(chain, joints)
+    follow_path(chain, poses, joints[0], settings)
+    follow_path(chain, poses[:, :3], joints[0], settings, max_step=1e-6)
 
 
 def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) -> list[str]:
