@@ -375,7 +375,7 @@ def workspace(n):
     return (
         np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty(3), np.empty((3, 3)),
         np.empty((6, n)), np.empty(6), np.empty(6), np.empty((n, n)), np.empty(n), np.empty(n),
-        np.empty(n),
+        np.empty(n), np.empty(n),
     )  # fmt: skip
 
 
@@ -407,6 +407,52 @@ def _spread_directions(n):
 
 
 @njit(cache=True)
+def _damped_normal_equations(jacobian, residual, weight, damping, held, normal, gradient):
+    """normal (n, n) = J^T W J + damping I and gradient (n,) = J^T W r, the orientation rows
+    weighted; a held joint (held[i] = 1) gets an identity row and no gradient, so it stays."""
+    n = gradient.shape[0]
+    for i in range(n):
+        value = 0.0
+        for k in range(3):
+            value += jacobian[k, i] * residual[k]
+        for k in range(3, 6):
+            value += weight * jacobian[k, i] * residual[k]
+        gradient[i] = value
+        for j in range(i + 1):
+            value = 0.0
+            for k in range(3):
+                value += jacobian[k, i] * jacobian[k, j]
+            angular = 0.0
+            for k in range(3, 6):
+                angular += jacobian[k, i] * jacobian[k, j]
+            value += weight * weight * angular
+            normal[i, j] = value
+            normal[j, i] = value
+        normal[i, i] += damping
+    for i in range(n):
+        if held[i] > 0.0:
+            gradient[i] = 0.0
+            for j in range(n):
+                normal[i, j] = normal[j, i] = 0.0
+            normal[i, i] = 1.0
+
+
+@njit(cache=True)
+def _hold_pushed_joints(current, step, bounds, held):
+    """Mark the clamped joints at a limit that step pushes further past it; True if any is new."""
+    added = False
+    for i in range(current.shape[0]):
+        if held[i] > 0.0 or bounds[i, 2] > 0.0:
+            continue  # held already, or a full-turn joint that wraps
+        if (current[i] <= bounds[i, 0] and step[i] < 0.0) or (
+            current[i] >= bounds[i, 1] and step[i] > 0.0
+        ):
+            held[i] = 1.0
+            added = True
+    return added
+
+
+@njit(cache=True)
 def levenberg_marquardt(
     current,
     target_position,
@@ -429,7 +475,7 @@ def levenberg_marquardt(
     n = current.shape[0]
     weight = settings.orientation_weight
     position, rotation, jacobian, trial_position, trial_rotation, trial_jacobian = work[:6]
-    residual, trial_residual, normal, gradient, step, trial = work[6:]
+    residual, trial_residual, normal, gradient, step, trial, held = work[6:]
     _bound(current, bounds)
     pose_jacobian(current, joints, tip, position, rotation, jacobian)
     position_error, orientation_error = _residual(
@@ -447,25 +493,15 @@ def levenberg_marquardt(
                 break  # a local minimum or a crawl: a restart elsewhere does better
             checkpoint_cost = cost
         damping = mu * cost + DAMPING_FLOOR
-        for i in range(n):
-            value = 0.0
-            for k in range(3):
-                value += jacobian[k, i] * residual[k]
-            for k in range(3, 6):
-                value += weight * jacobian[k, i] * residual[k]
-            gradient[i] = value
-            for j in range(i + 1):
-                value = 0.0
-                for k in range(3):
-                    value += jacobian[k, i] * jacobian[k, j]
-                angular = 0.0
-                for k in range(3, 6):
-                    angular += jacobian[k, i] * jacobian[k, j]
-                value += weight * weight * angular
-                normal[i, j] = value
-                normal[j, i] = value
-            normal[i, i] += damping
-        cholesky_solve(normal, gradient, step)
+        held[:] = 0.0
+        # A joint at its limit that the step would push past it is held there (an active set)
+        # and the step solved again for the others: clamping it instead would leave the others'
+        # step computed for a motion that does not happen, and refinement stalls at the limit.
+        for _ in range(n):
+            _damped_normal_equations(jacobian, residual, weight, damping, held, normal, gradient)
+            cholesky_solve(normal, gradient, step)
+            if not _hold_pushed_joints(current, step, bounds, held):
+                break
         largest = 0.0
         for i in range(n):
             trial[i] = current[i] + step[i]
