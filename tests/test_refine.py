@@ -176,6 +176,27 @@ def test_bounds_keep_joints_inside_reach_or_limits():
         assert np.all((joints >= low) & (joints <= high)), bounds
 
 
+def test_a_joint_pushed_against_its_limit_is_held_while_the_others_converge():
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers.policy import joint_bounds
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    # Panda seeds 0.3 rad off random solutions inside its limits, many clamped onto a limit:
+    # clamping alone (the step computed as if that joint moved) reached 96.8 % of them in ~10
+    # iterations; holding the joint there and solving the step for the others, 99.6 % in ~5.
+    panda = named_chain('panda')
+    low, high = joint_bounds(panda, 'limits')
+    rng = np.random.default_rng(0)
+    q = rng.uniform(low, high, (500, 7))
+    seeds = np.clip(q + rng.normal(0.0, 0.3, q.shape), low, high)
+    settings = SolverSettings(Tolerance(1e-6, 1e-5), restarts=0)
+    result = Refiner(panda, settings, bounds='limits').refine(*forward_kinematics(panda, q), seeds)
+    assert result.converged.mean() >= 0.99
+    assert result.iterations.mean() <= 7.0
+    assert ((result.joints >= low) & (result.joints <= high)).all()
+
+
 def test_joint1_wraps_instead_of_clamping(refiner):
     # Seed joint1 just below -pi (outside the reach): it is moved by a turn, not clamped.
     q = np.array([[3.1, -0.3, 0.4, 0.5]])
