@@ -336,35 +336,42 @@ def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_al
     assert np.abs(np.diff(np.concatenate([joints[:1], out]), axis=0)).max() <= 1.0
 
 
-def test_retries_are_only_for_stops_short_of_a_waypoint_on_arms_with_joints_to_spare(
+def test_retries_and_the_search_are_only_for_reachable_stops_on_arms_with_joints_to_spare(
     monkeypatch,
 ):
     from iknet_core.solvers import path
 
-    passes = []
-    follow = path._follow
+    passes, searches = [], []
+    follow, search = path._follow, path.search_path
 
     def counted(*arguments):
         passes.append(arguments[9])  # near_limits: a retry
         return follow(*arguments)
 
+    def counted_search(*arguments):
+        searches.append(True)
+        return search(*arguments)
+
     monkeypatch.setattr(path, '_follow', counted)
+    monkeypatch.setattr(path, 'search_path', counted_search)
     # A whole pose of the OM-X: no joint to spare, one pass even when the path stops.
     targets, start = line_towards_straight_elbow(0.8, beyond=0.05)
     assert not follow_path(OMX_CHAIN, targets, start).success
-    assert passes == [False]
-    # Positions of the OM-X (a joint to spare): a target out of reach from the first waypoint
-    # stops at waypoint 0 on every pass, and the result says so.
+    assert passes == [False] and searches == []
+    # Positions of the OM-X (a joint to spare): a target no joints inside the limits reach stops
+    # the path after the first pass (nothing could get past it), and the result says so.
     passes.clear()
     positions = np.array([[0.6, 0.0, 0.1], [0.61, 0.0, 0.1]])
     result = follow_path(OMX_CHAIN, positions, np.zeros(4))
     assert result.failed_at == 0 and 'waypoint 0 is not reached' in result.reason
-    assert passes == [False, True, True, True, True]
-    # A jump is not retried: another null-space motion would not avoid it.
+    assert passes == [False] and searches == []
+    # A jump at a reachable waypoint is not retried (pulling joints off their limits would not
+    # undo it) but searched; here no path within the bound exists, so it stays a jump.
     passes.clear()
     line = np.array([[0.2, -0.05, 0.12], [0.2, 0.05, 0.12]])
     jumped = follow_path(OMX_CHAIN, line, np.zeros(4), max_step=1e-3)
     assert jumped.status[jumped.failed_at] == 'jumped' and passes == [False]
+    assert searches == [True]
 
 
 @pytest.mark.parametrize(

@@ -54,9 +54,9 @@ LIMIT_PULL = 0.05
 # Panda paths: a spare joint pinned at a limit that a later target needs it past; the rest:
 # refinement stalled just short of the tolerance) is followed again from its start with the pull
 # weighted towards the joints near a limit (by 1 / (4 u (1 - u)), u the joint's place in its
-# range), at these strengths until one goes through: on 200 random Panda paths, 180 -> 191
-# followed (185 -> 195 on another 200), with the same largest steps on the paths the first pass
-# followed.
+# range), at these strengths until one goes through: on 200 random Panda paths, 184 -> 191
+# followed (188 -> 194 on another 200), with the same largest steps on the paths the first pass
+# followed; the self-motion search (path_search) takes the rest.
 RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 
 
@@ -187,16 +187,26 @@ def follow_path(
         return failed, joints, errors, status
 
     failed, joints, errors, status = follow(LIMIT_PULL, False)
+    # Joints to spare, and the path stopped at a waypoint the arm can reach inside its limits
+    # (else nothing below could get past it; checking costs a few restarts): the retries, while
+    # it stops short of a waypoint (pulling joints off their limits does not undo a jump), then
+    # the search of the self-motion (path_search), which takes jumps too.
     spare = chain.n_joints > settings.task_dimensions
-    # Joints to spare, and the path stopped short of a waypoint (not at a jump, which another
-    # null-space motion would not avoid): the retries, while it does.
-    for pull in RETRY_PULLS if spare else ():
+
+    def reachable(waypoint: int) -> bool:
+        restarts = max(settings.restarts, DEFAULT_SETTINGS.restarts)
+        refiner = Refiner(chain, replace(settings, restarts=restarts), bounds='limits')
+        target = positions[waypoint : waypoint + 1], rotations[waypoint : waypoint + 1]
+        return bool(refiner.refine(*target, start[None], restarts=True).converged[0])
+
+    rescue = spare and failed < count and reachable(failed)
+    for pull in RETRY_PULLS if rescue else ():
         if failed == count or status[failed] != MISSED:
             break
         retry = follow(pull, True)
         if retry[0] > failed:  # got further: keep it, with the reason it stopped
             failed, joints, errors, status = retry
-    if spare and failed < count:  # still stopped: search the self-motion (path_search)
+    if rescue and failed < count and reachable(failed):
         searched, searched_errors = np.empty_like(joints), np.empty_like(errors)
         linked = search_path(
             start, positions, rotations, arrays.joints, arrays.tip, bounds, kernel_settings,

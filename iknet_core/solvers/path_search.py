@@ -9,8 +9,9 @@ solutions per waypoint, spread over the self-motion, each refined from one of th
 waypoint's (as it is, and moved along the null space of its Jacobian by SEARCH_OFFSETS), and
 links them by dynamic programming to the least squared joint travel with no step above the
 bound; the path is then the chain of links back from the last waypoint. All 9 of those paths
-are followed with it. It costs about a beam's width of refinements per waypoint, so
-follow_path runs it only where following stopped.
+are followed with it. It costs SEARCH_WIDTH x (1 + 2 x directions x offsets) short refinements
+per waypoint (48 on Panda poses, 80 on its positions), so follow_path runs it only where
+following stopped at a waypoint the arm can reach.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from iknet_core.metrics import SAME_SOLUTION_RAD
 from iknet_core.solvers import kernels
 from iknet_core.solvers.settings import named
 
-# Solutions kept per waypoint: enough to cover a Panda's self-motion inside its limits.
+# Solutions kept per waypoint: on those 9 Panda paths, 12 linked 8 and 16 all 9.
 SEARCH_WIDTH = 16
 # Moves (rad, along a unit null-space direction, both ways) from each kept solution that seed
-# the next waypoint's candidates, besides the solution itself: a small one to follow the
-# self-motion and a large one to jump to another part of it.
+# the next waypoint's candidates, besides the solution itself: on the Panda paths that every
+# retry left stopped, 0.1 linked all 9 at ~17 ms each; 0.05 or 0.2 linked 8, and two sizes
+# (0.05 and 0.2) all 9 at ~28 ms.
 SEARCH_OFFSETS = np.array([0.1])
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
