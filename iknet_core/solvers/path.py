@@ -8,8 +8,8 @@ the previous waypoint and off their limits; where the path still stops short of 
 is followed again with the joints near a limit pulled harder, and where it stops even so, their
 self-motion is searched (path_search). A waypoint that can only be reached with a jump (a branch
 change, a turn through a singularity) or not at all stops the path there, with the reason. The
-whole path is one compiled call (a per-waypoint call from
-Python would cost more than the refinement).
+whole path is one compiled call (a per-waypoint call from Python would cost more than the
+refinement).
 """
 
 from __future__ import annotations
