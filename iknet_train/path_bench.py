@@ -36,6 +36,7 @@ from iknet_core.solvers.path import (
 from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
+from iknet_core.solvers.warm_up import exercise_path
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 from iknet_train.plots import save_figure
@@ -161,7 +162,7 @@ def follow_with_iknet(
 ) -> tuple[np.ndarray, float]:
     """Every path through follow_path from its curve's first joints: joints (P, T, n), NaN
     where a path stopped, and the seconds it took."""
-    follow_path(chain, poses[0], curves[0, 0], settings)  # load the kernels first
+    exercise_path(chain, settings)  # load the kernels first, the searches' too
     started = time.perf_counter()
     joints = np.stack(
         [

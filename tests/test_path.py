@@ -1,4 +1,5 @@
 import cmath
+import math
 
 import numpy as np
 import pytest
@@ -313,6 +314,22 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
     result = follow_path(panda, targets, curve[0])
     assert_followed_exactly_inside_the_limits(panda, result)
     assert np.abs(result.joints[0] - curve[0]).max() <= result.max_step
+
+
+def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 120 of these 200 is followed and smoothed with a step twice its curve's largest.
+    panda, curve, targets = random_panda_path(200, 120)
+    generating = np.abs(np.diff(curve, axis=0)).max()
+    searched = follow_path(panda, targets, curve[0])
+    factor = path.SPIKE_FACTOR
+    monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)  # the spike search off
+    spiky = follow_path(panda, targets, curve[0])
+    steps = np.abs(np.diff(spiky.joints, axis=0)).max(-1)
+    assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
+    assert_followed_exactly_inside_the_limits(panda, searched)
+    assert np.abs(np.diff(searched.joints, axis=0)).max() <= 1.5 * generating
 
 
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():
