@@ -7,7 +7,9 @@ default one raises KeyboardInterrupt wherever the main thread is: half-way throu
 a file's close, in destroy_node; a recording then kept `status: recording`. So here:
 
 - while the node is being built, SIGINT or SIGTERM raises KeyboardInterrupt: nothing to save yet,
-  and a slow start-up stops at once;
+  and a slow start-up stops at once. rclpy's handler may shut the context down before Python's
+  runs (it runs at the next check of the main thread), so a half-built node's next rclpy call
+  fails first: a build that fails on a context shut down is a stop too;
 - while it spins, a signal only shuts the context down: the spin ends and the tear-down starts;
 - from the tear-down on, SIGINT and SIGTERM are ignored, so nothing interrupts the flush, the
   metadata or destroy_node; the process is about to exit.
@@ -39,17 +41,19 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.received = False
-        self.spinning = False
+        self.starting = True
         for number in STOP_SIGNALS:
             signal.signal(number, self._on_signal)
 
     def _on_signal(self, number: int, frame: object) -> None:
         self.received = True
-        if not self.spinning:
+        if self.starting:
             raise KeyboardInterrupt  # still starting: stop now
 
     def ignore(self) -> None:
-        """Nothing may interrupt the tear-down from here: not rclpy's handler, not Python's."""
+        """Nothing may interrupt the tear-down from here: not rclpy's handler, not Python's (a
+        signal that came before may still be pending: it only counts as received)."""
+        self.starting = False
         uninstall_signal_handlers()
         for number in STOP_SIGNALS:
             signal.signal(number, signal.SIG_IGN)
@@ -84,18 +88,26 @@ def run_node(
     stop = StopSignals()
     node: N | None = None
     executor: SingleThreadedExecutor | None = None
+    initialized = False
     try:
         try:
             rclpy.init(args=args)
+            initialized = True
             node = make_node()
             executor = SingleThreadedExecutor()
             executor.add_node(node)
         except (KeyboardInterrupt, Exception):
-            if stop.received:  # told to stop while starting; a half-built node may have failed
+            # Told to stop while starting; a half-built node may have failed on the context
+            # rclpy's handler shut down before Python's handler ran.
+            if stop.received or (initialized and not rclpy.ok()):
                 return None
             raise
-        stop.spinning = True
+        stop.starting = False
         spin_until_stopped(lambda: _spin(executor, node, finished))
+    except KeyboardInterrupt:
+        if not stop.received:
+            raise
+        return None  # Python's handler ran late, in the failed build's own handling
     finally:
         stop.ignore()
         if executor is not None:

@@ -11,6 +11,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
+from iknet.srv import SolveIK
 from iknet_ros.node_runtime import STOP_SIGNALS, run_node, spin_until_stopped
 
 
@@ -64,6 +65,20 @@ def test_run_node_tears_down_when_building_the_node_fails(ros_env, signal_handle
     with pytest.raises(ValueError, match='bad parameter'):
         run_node(broken_node)
     assert not rclpy.ok()  # the context was shut down on the way out
+
+
+def test_a_build_that_fails_on_a_context_shut_down_is_a_stop(ros_env, signal_handlers):
+    """Ctrl-C while the node is built: rclpy's handler shuts the context down, and the next
+    rclpy call fails before Python's handler has run."""
+
+    def stopped_half_way() -> Node:
+        node = rclpy.create_node('stopped_half_way')
+        rclpy.shutdown()  # what rclpy's signal handler does first
+        node.create_service(SolveIK, '~/solve_ik', lambda request, response: response)
+        raise AssertionError('a service was made on a context that was shut down')
+
+    assert run_node(stopped_half_way) is None
+    assert not rclpy.ok()
 
 
 class InterruptedTwice(Node):
