@@ -319,7 +319,7 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
 def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     from iknet_core.solvers import path
 
-    # Path 120 of these 200 is followed and smoothed with a step twice its curve's largest.
+    # Path 120 of these 200 is followed and smoothed with a step 2.06 times its curve's largest.
     panda, curve, targets = random_panda_path(200, 120)
     generating = np.abs(np.diff(curve, axis=0)).max()
     searched = follow_path(panda, targets, curve[0])

@@ -64,8 +64,9 @@ RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 # self-motion is searched too (path_search, SPIKE_SEARCH_WIDTH solutions per waypoint), smoothed,
 # and kept where its largest step is smaller. On 200 random Panda paths, 18 were searched and
 # the paths within 1.5x their curve's largest step went from 89.0 to 93.5 % (90.0 to 94.5 % on
-# another 200), for ~15 % of the waypoints/s; a factor of 2.5 searched 9 for 92.5 %, a width of
-# 2 gave 92.5 % for half the time of 4, a width of 8 no more than 4.
+# another 200), for ~15 % of the waypoints/s (interleaved runs with and without it); a factor
+# of 2.5 searched 9 for 92.5 %, a width of 2 gave 92.5 % for half the time of 4, a width of 8 no
+# more than 4.
 SPIKE_FACTOR = 2.0
 SPIKE_MIN_WAYPOINTS = 10
 SPIKE_SEARCH_WIDTH = 4
@@ -173,9 +174,9 @@ def follow_path(
     """Joint waypoints for targets (T, 7) = x, y, z, qx, qy, qz, qw (m) or positions (T, 3),
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
-    path_smoothing's, for an arm with joints to spare, and then the spike search (SPIKE_FACTOR;
-    0: the waypoints as followed, neither). ValueError
-    naming the problem for an empty path, non-finite values or joints outside the limits."""
+    path_smoothing's, for an arm with joints to spare, then the spike search (SPIKE_FACTOR); 0:
+    the waypoints as followed, neither smoothed nor searched for spikes. ValueError naming the
+    problem for an empty path, non-finite values or joints outside the limits."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
     if max_step is None:
@@ -245,12 +246,13 @@ def follow_path(
         joints[failed_at:] = np.nan
     smooth(joints[:failed], errors[:failed], failed_at is not None)  # less joint travel
     # A spike left in a smoothed path: the self-motion searched too (SPIKE_FACTOR).
-    if spare and smoothing_passes and failed_at is None and _has_spike(joints):
+    if spare and smoothing_passes > 0 and failed_at is None and _has_spike(joints):
         found = search(SPIKE_SEARCH_WIDTH)
         if found is not None:
-            smooth(*found, False)
-            if _largest_step(found[0]) < _largest_step(joints):
-                joints, errors = found
+            candidate, candidate_errors = found
+            smooth(candidate, candidate_errors, stopped=False)
+            if _largest_step(candidate) < _largest_step(joints):
+                joints, errors = candidate, candidate_errors
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless
     return PathResult(

@@ -11,8 +11,8 @@ links them by dynamic programming to the least squared joint travel with no step
 bound; the path is then the chain of links back from the last waypoint. All 9 of those paths
 are followed with it. It costs SEARCH_WIDTH x (1 + 2 x directions x offsets) short refinements
 per waypoint (48 on Panda poses, 80 on its positions), so follow_path runs it only where
-following stopped at a waypoint the arm can reach, and, a quarter as wide, on a followed path
-with a spike (path.SPIKE_FACTOR).
+following stopped at a waypoint the arm can reach, and, path.SPIKE_SEARCH_WIDTH wide, on a
+followed path with a spike (path.SPIKE_FACTOR).
 """
 
 from __future__ import annotations
