@@ -14,6 +14,7 @@ refinement).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -206,6 +207,7 @@ def follow_path(
     # the search of the self-motion (path_search), which takes jumps too.
     spare = chain.n_joints > settings.task_dimensions
 
+    @functools.cache  # asked again after the retries, often for the same waypoint
     def reachable(waypoint: int) -> bool:
         restarts = max(settings.restarts, DEFAULT_SETTINGS.restarts)
         refiner = Refiner(chain, replace(settings, restarts=restarts), bounds='limits')
