@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import threading
 
@@ -47,6 +48,20 @@ def test_compiled_fk_and_jacobian_equal_the_generic_ones(chain):
     assert np.abs(positions - expected_positions).max() < 1e-14
     assert np.abs(rotations - expected_rotations).max() < 1e-14
     assert np.abs(jacobians - geometric_jacobian(chain, q)).max() < 1e-14
+
+
+def test_a_chains_arrays_are_built_once_and_follow_its_description():
+    tilted = kernels.ChainArrays.from_chain(tilted_chain())
+    assert kernels.ChainArrays.from_chain(tilted_chain()) is tilted  # an equal chain: the same
+    omx = kernels.ChainArrays.from_chain(OMX_CHAIN)
+    assert not np.array_equal(omx.joints, tilted.joints)
+    assert not np.array_equal(omx.tip, tilted.tip)
+    # A chain made with a list is not hashable: its arrays are built, each time.
+    listed = dataclasses.replace(tilted_chain(), tip_xyz=list(OMX_CHAIN.tip_xyz))
+    built = kernels.ChainArrays.from_chain(listed)
+    assert built is not kernels.ChainArrays.from_chain(listed)
+    np.testing.assert_array_equal(built.joints, tilted.joints)
+    np.testing.assert_array_equal(built.tip, tilted.tip)
 
 
 def test_compiled_pose_errors_equal_fk_errors():
