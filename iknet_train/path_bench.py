@@ -30,6 +30,7 @@ from iknet_core.solvers.path import (
     alternative_paths,
     default_max_step,
     follow_path,
+    joint_steps,
     smooth_joint_paths,
     start_solutions,
 )
@@ -224,7 +225,7 @@ def path_metrics(
     position_error, orientation_error = pose_errors(chain, joints, poses)
     reached = settings.tolerance.met(position_error, orientation_error)
     stopped = np.isnan(joints).any(-1).any(-1)
-    steps = np.abs(np.diff(np.nan_to_num(joints, nan=0.0), axis=1)).max(-1)  # (P, T - 1)
+    steps = joint_steps(np.nan_to_num(joints, nan=0.0))  # (P, T - 1)
     tried = ~np.isnan(joints[:, 1:]).any(-1) & ~np.isnan(joints[:, :-1]).any(-1)
     rotations = matrix_from_quaternion(poses[..., 3:])
     bounds = [  # what follow_path would refuse on each path
@@ -233,7 +234,7 @@ def path_metrics(
     ]
     jumps = (steps > np.array(bounds)[:, None]) & tried
     followed = reached.all(-1) & ~jumps.any(-1)
-    generating = np.abs(np.diff(curves, axis=1)).max(-1).max(-1)
+    generating = joint_steps(curves).max(-1)
     ratios = steps[followed].max(-1) / generating[followed]
     return {
         'paths': count,

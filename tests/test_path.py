@@ -332,6 +332,75 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     assert np.abs(np.diff(searched.joints, axis=0)).max() <= 1.5 * generating
 
 
+def counting_search(monkeypatch, path_module, change=None) -> list[int]:
+    """path_search's calls through path_module, their beam widths; change(out) after each."""
+    widths = []
+    search = path_module.search_path
+
+    def counted(*arguments):
+        widths.append(arguments[8])
+        linked = search(*arguments)
+        if change is not None:
+            change(arguments[10])
+        return linked
+
+    monkeypatch.setattr(path_module, 'search_path', counted)
+    return widths
+
+
+def test_a_path_followed_without_smoothing_is_not_searched_for_spikes(monkeypatch):
+    from iknet_core.solvers import path
+
+    panda, curve, targets = random_panda_path(200, 120)  # spiky (the test above)
+    widths = counting_search(monkeypatch, path)
+    rough = follow_path(panda, targets, curve[0], smoothing_passes=0)
+    assert rough.success and widths == []
+    follow_path(panda, targets, curve[0])
+    assert widths and set(widths) == {path.SPIKE_SEARCH_WIDTH}
+
+
+def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
+    from iknet_core.solvers import path
+
+    panda, curve, targets = random_panda_path(200, 120)
+    monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)
+    spiky = follow_path(panda, targets, curve[0])
+    monkeypatch.undo()
+
+    def jump(out: np.ndarray) -> None:
+        out[60:, 6] += 1.0  # a step of 1 rad: larger than any of the smoothed path's
+
+    widths = counting_search(monkeypatch, path, jump)
+    smooth, smoothed = path.smooth_path, []
+
+    def smooth_the_followed_path_only(*arguments):
+        smoothed.append(True)
+        if len(smoothed) == 1:
+            smooth(*arguments)
+
+    monkeypatch.setattr(path, 'smooth_path', smooth_the_followed_path_only)
+    result = follow_path(panda, targets, curve[0])
+    assert len(smoothed) == 2  # the followed path's, then the searched one's
+    assert widths and set(widths) == {path.SPIKE_SEARCH_WIDTH}
+    np.testing.assert_array_equal(result.joints, spiky.joints)
+
+
+def test_a_spike_the_least_travel_search_keeps_goes_under_a_step_bound(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 1 of these 200: the search under the path's max_step alone keeps a step 2.1 times
+    # its curve's largest (it trades it for less travel elsewhere).
+    panda, curve, targets = random_panda_path(200, 1)
+    generating = path.joint_steps(curve).max()
+    monkeypatch.setattr(path, 'SPIKE_BOUNDS', ())
+    unbounded = follow_path(panda, targets, curve[0])
+    assert path.joint_steps(unbounded.joints).max() > 1.5 * generating
+    monkeypatch.undo()
+    bounded = follow_path(panda, targets, curve[0])
+    assert_followed_exactly_inside_the_limits(panda, bounded)
+    assert path.joint_steps(bounded.joints).max() <= 1.5 * generating
+
+
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():
     from iknet_core.solvers import kernels
     from iknet_core.solvers.path_search import SEARCH_OFFSETS, search_path

@@ -62,15 +62,21 @@ RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 # A smoothed path on such an arm whose largest joint step is more than SPIKE_FACTOR times its
 # median step (a smooth joint curve's was at most 1.88 times on 400 random Panda curves; paths of
 # fewer than SPIKE_MIN_WAYPOINTS are not judged) has a spike the greedy follower walked into: its
-# self-motion is searched too (path_search, SPIKE_SEARCH_WIDTH solutions per waypoint), smoothed,
-# and kept where its largest step is smaller. On 200 random Panda paths, 18 were searched and
-# the paths within 1.5x their curve's largest step went from 89.0 to 93.5 % (90.0 to 94.5 % on
-# another 200), for ~15 % of the waypoints/s (interleaved runs with and without it); a factor
-# of 2.5 searched 9 for 92.5 %, a width of 2 gave 92.5 % for half the time of 4, a width of 8 no
-# more than 4.
+# self-motion is searched too (path_search, SPIKE_SEARCH_WIDTH solutions per waypoint) with no
+# joint step above SPIKE_BOUNDS times the median step, the tightest bound first, then under
+# max_step (unless the path came from a search under it), until one links the whole path;
+# that path is smoothed and kept where its largest step is smaller. Under max_step alone the
+# search, which links by least travel, often keeps the spike. On 200 random Panda paths, 18
+# were searched, and the paths within 1.5x their curve's largest step went from 89.0 % to
+# 93.5 % with max_step alone, 94.5 % with the bounds first (90.0 to 94.5 and 96.5 % on another
+# 200; 92.5 to 95.5 and 95.5 % on a third), at the same waypoints/s (interleaved runs: a search
+# under a bound it cannot keep stops early); the spike search costs ~15 % of the rate. A factor
+# of 2.5 searched 9 paths for 92.5 %; a width of 2 gave 92.5 % for half the time of 4; widths of
+# 6 and 8 gained 0.5 to 1 point for up to twice the time.
 SPIKE_FACTOR = 2.0
 SPIKE_MIN_WAYPOINTS = 10
 SPIKE_SEARCH_WIDTH = 4
+SPIKE_BOUNDS = (1.6, 2.0, 2.5)
 
 
 @dataclass(frozen=True)
@@ -222,12 +228,13 @@ def follow_path(
         if retry[0] > failed:  # got further: keep it, with the reason it stopped
             failed, joints, errors, status = retry
 
-    def search(width: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """path_search's joints and errors for the whole path, None where it stops."""
+    def search(width: int, step_bound: float = max_step) -> tuple[np.ndarray, np.ndarray] | None:
+        """path_search's joints and errors for the whole path, no joint step above step_bound
+        (rad); None where it stops."""
         searched, searched_errors = np.empty_like(joints), np.empty_like(errors)
         linked = search_path(
             start, positions, rotations, arrays.joints, arrays.tip, bounds, kernel_settings,
-            float(max_step), width, SEARCH_OFFSETS, searched, searched_errors,
+            float(min(step_bound, max_step)), width, SEARCH_OFFSETS, searched, searched_errors,
         )  # fmt: skip
         return (searched, searched_errors) if linked == count else None
 
@@ -240,7 +247,8 @@ def follow_path(
         )  # fmt: skip
 
     found = search(SEARCH_WIDTH) if rescue and failed < count and reachable(failed) else None
-    if found is not None:
+    rescued = found is not None
+    if rescued:
         failed, (joints, errors) = count, found
         status[:] = REACHED
     failed_at = None if failed == count else int(failed)
@@ -249,7 +257,14 @@ def follow_path(
     smooth(joints[:failed], errors[:failed], failed_at is not None)  # less joint travel
     # A spike left in a smoothed path: the self-motion searched too (SPIKE_FACTOR).
     if spare and smoothing_passes > 0 and failed_at is None and _has_spike(joints):
-        found = search(SPIKE_SEARCH_WIDTH)
+        median_step = float(np.median(joint_steps(joints)))
+        step_bounds = [factor * median_step for factor in SPIKE_BOUNDS]
+        step_bounds += [] if rescued else [max_step]  # a rescued path was searched under it
+        found = None
+        for bound in step_bounds:  # the tightest bound under which the whole path links
+            found = search(SPIKE_SEARCH_WIDTH, bound)
+            if found is not None:
+                break
         if found is not None:
             candidate, candidate_errors = found
             smooth(candidate, candidate_errors, stopped=False)
@@ -287,8 +302,7 @@ def time_stamps(
             f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '
             f'{max_acceleration} rad/s^2'
         )
-    lengths = np.abs(np.diff(joints, axis=0)).max(-1) if len(joints) > 1 else np.zeros(0)
-    along = np.concatenate([[0.0], np.cumsum(lengths)])
+    along = np.concatenate([[0.0], np.cumsum(joint_steps(joints))])
     total = along[-1]
     stamps = np.zeros_like(along)
     if total > 0.0:
@@ -392,8 +406,15 @@ def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     return np.clip(start, *joint_bounds(chain, 'limits'))
 
 
+def joint_steps(joints: np.ndarray) -> np.ndarray:
+    """The largest joint change (rad) between consecutive waypoints: (..., T - 1) for joint
+    waypoints (..., T, n), paths stacked or not; the measure of follow_path's max_step."""
+    joints = np.asarray(joints)
+    return np.abs(np.diff(joints, axis=-2)).max(-1, initial=0.0)
+
+
 def _largest_step(joints: np.ndarray) -> float:
-    return float(np.abs(np.diff(joints, axis=0)).max()) if len(joints) > 1 else 0.0
+    return float(joint_steps(joints).max(initial=0.0))
 
 
 def _has_spike(joints: np.ndarray) -> bool:
@@ -401,7 +422,7 @@ def _has_spike(joints: np.ndarray) -> bool:
     SPIKE_FACTOR."""
     if len(joints) < SPIKE_MIN_WAYPOINTS:
         return False
-    steps = np.abs(np.diff(joints, axis=0)).max(-1)
+    steps = joint_steps(joints)
     return bool(steps.max() > SPIKE_FACTOR * np.median(steps))
 
 
