@@ -325,6 +325,7 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     searched = follow_path(panda, targets, curve[0])
     factor = path.SPIKE_FACTOR
     monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)  # the spike search off
+    monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # and the capped one
     spiky = follow_path(panda, targets, curve[0])
     steps = np.abs(np.diff(spiky.joints, axis=0)).max(-1)
     assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
@@ -363,9 +364,10 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
     from iknet_core.solvers import path
 
     panda, curve, targets = random_panda_path(200, 120)
-    monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)
+    search = path.search_path
+    monkeypatch.setattr(path, 'search_path', lambda *arguments: 0)  # no search links the path
     spiky = follow_path(panda, targets, curve[0])
-    monkeypatch.undo()
+    monkeypatch.setattr(path, 'search_path', search)
 
     def jump(out: np.ndarray) -> None:
         out[60:, 6] += 1.0  # a step of 1 rad: larger than any of the smoothed path's
@@ -380,7 +382,7 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
 
     monkeypatch.setattr(path, 'smooth_path', smooth_the_followed_path_only)
     result = follow_path(panda, targets, curve[0])
-    assert len(smoothed) == 2  # the followed path's, then the searched one's
+    assert len(smoothed) >= 2  # the followed path's, then the searched ones'
     assert widths and set(widths) == {path.SPIKE_SEARCH_WIDTH}
     np.testing.assert_array_equal(result.joints, spiky.joints)
 
@@ -393,12 +395,35 @@ def test_a_spike_the_least_travel_search_keeps_goes_under_a_step_bound(monkeypat
     panda, curve, targets = random_panda_path(200, 1)
     generating = path.joint_steps(curve).max()
     monkeypatch.setattr(path, 'SPIKE_BOUNDS', ())
+    monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
     unbounded = follow_path(panda, targets, curve[0])
     assert path.joint_steps(unbounded.joints).max() > 1.5 * generating
     monkeypatch.undo()
     bounded = follow_path(panda, targets, curve[0])
     assert_followed_exactly_inside_the_limits(panda, bounded)
     assert path.joint_steps(bounded.joints).max() <= 1.5 * generating
+
+
+def test_a_largest_step_that_stands_out_below_the_spike_factor_is_searched_under_a_cap(
+    monkeypatch,
+):
+    from iknet_core.solvers import path
+
+    # Path 50 of these 200: largest step 1.97 times the median (no spike), 2.02 times its
+    # curve's largest.
+    panda, curve, targets = random_panda_path(200, 50)
+    generating = path.joint_steps(curve).max()
+    monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
+    uncapped = follow_path(panda, targets, curve[0])
+    steps = path.joint_steps(uncapped.joints)
+    assert steps.max() <= path.SPIKE_FACTOR * np.median(steps)
+    assert steps.max() > 1.5 * generating
+    monkeypatch.undo()
+    widths = counting_search(monkeypatch, path)
+    capped = follow_path(panda, targets, curve[0])
+    assert widths == [path.SPIKE_SEARCH_WIDTH]
+    assert_followed_exactly_inside_the_limits(panda, capped)
+    assert path.joint_steps(capped.joints).max() <= 1.5 * generating
 
 
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():

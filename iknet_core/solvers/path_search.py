@@ -12,7 +12,8 @@ bound; the path is then the chain of links back from the last waypoint. All 9 of
 are followed with it. It costs SEARCH_WIDTH x (1 + 2 x directions x offsets) short refinements
 per waypoint (48 on Panda poses, 80 on its positions), so follow_path runs it only where
 following stopped at a waypoint the arm can reach, and, path.SPIKE_SEARCH_WIDTH wide, on a
-followed path with a spike (path.SPIKE_FACTOR).
+followed path with a spike or a largest step that stands out (path.SPIKE_FACTOR,
+path.CAP_FACTOR).
 """
 
 from __future__ import annotations
