@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> dict:
         rate = joints.shape[0] * joints.shape[1] / seconds
         peer_count = min(args.peer_paths, args.paths)
         results = {'iknet follow_path': (joints, rate)}
-        if chain.n_joints > settings.task_dimensions:  # what smoothing and the spike search change
+        if chain.n_joints > settings.task_dimensions:  # what smoothing and the searches change
             rough, seconds = follow_with_iknet(chain, curves, poses, settings, smoothing_passes=0)
             results['iknet follow_path, not smoothed'] = (rough, rough[..., 0].size / seconds)
         if args.alternatives:

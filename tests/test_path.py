@@ -1,4 +1,5 @@
 import cmath
+import inspect
 import math
 
 import numpy as np
@@ -333,31 +334,34 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     assert np.abs(np.diff(searched.joints, axis=0)).max() <= 1.5 * generating
 
 
-def counting_search(monkeypatch, path_module, change=None) -> list[int]:
-    """path_search's calls through path_module, their beam widths; change(out) after each."""
-    widths = []
+def counting_search(monkeypatch, path_module, change=None) -> list[tuple[int, float]]:
+    """path_search's calls through path_module: (beam width, step bound) of each; change(out)
+    after each."""
+    searches = []
     search = path_module.search_path
+    names = list(inspect.signature(search.py_func).parameters)
 
     def counted(*arguments):
-        widths.append(arguments[8])
+        named = dict(zip(names, arguments, strict=True))
+        searches.append((named['width'], named['max_step']))
         linked = search(*arguments)
         if change is not None:
-            change(arguments[10])
+            change(named['out'])
         return linked
 
     monkeypatch.setattr(path_module, 'search_path', counted)
-    return widths
+    return searches
 
 
 def test_a_path_followed_without_smoothing_is_not_searched_for_spikes(monkeypatch):
     from iknet_core.solvers import path
 
     panda, curve, targets = random_panda_path(200, 120)  # spiky (the test above)
-    widths = counting_search(monkeypatch, path)
+    searches = counting_search(monkeypatch, path)
     rough = follow_path(panda, targets, curve[0], smoothing_passes=0)
-    assert rough.success and widths == []
+    assert rough.success and searches == []
     follow_path(panda, targets, curve[0])
-    assert widths and set(widths) == {path.SPIKE_SEARCH_WIDTH}
+    assert searches and {width for width, _ in searches} == {path.SPIKE_SEARCH_WIDTH}
 
 
 def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
@@ -372,7 +376,7 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
     def jump(out: np.ndarray) -> None:
         out[60:, 6] += 1.0  # a step of 1 rad: larger than any of the smoothed path's
 
-    widths = counting_search(monkeypatch, path, jump)
+    searches = counting_search(monkeypatch, path, jump)
     smooth, smoothed = path.smooth_path, []
 
     def smooth_the_followed_path_only(*arguments):
@@ -383,7 +387,7 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
     monkeypatch.setattr(path, 'smooth_path', smooth_the_followed_path_only)
     result = follow_path(panda, targets, curve[0])
     assert len(smoothed) >= 2  # the followed path's, then the searched ones'
-    assert widths and set(widths) == {path.SPIKE_SEARCH_WIDTH}
+    assert searches and {width for width, _ in searches} == {path.SPIKE_SEARCH_WIDTH}
     np.testing.assert_array_equal(result.joints, spiky.joints)
 
 
@@ -399,7 +403,11 @@ def test_a_spike_the_least_travel_search_keeps_goes_under_a_step_bound(monkeypat
     unbounded = follow_path(panda, targets, curve[0])
     assert path.joint_steps(unbounded.joints).max() > 1.5 * generating
     monkeypatch.undo()
+    monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # the bounds alone
+    searches = counting_search(monkeypatch, path)
     bounded = follow_path(panda, targets, curve[0])
+    median_step = np.median(path.joint_steps(unbounded.joints))
+    assert searches[0] == (path.SPIKE_SEARCH_WIDTH, pytest.approx(1.6 * median_step))
     assert_followed_exactly_inside_the_limits(panda, bounded)
     assert path.joint_steps(bounded.joints).max() <= 1.5 * generating
 
@@ -419,9 +427,9 @@ def test_a_largest_step_that_stands_out_below_the_spike_factor_is_searched_under
     assert steps.max() <= path.SPIKE_FACTOR * np.median(steps)
     assert steps.max() > 1.5 * generating
     monkeypatch.undo()
-    widths = counting_search(monkeypatch, path)
+    searches = counting_search(monkeypatch, path)
     capped = follow_path(panda, targets, curve[0])
-    assert widths == [path.SPIKE_SEARCH_WIDTH]
+    assert searches == [(path.SPIKE_SEARCH_WIDTH, pytest.approx(path.CAP_SHARE * steps.max()))]
     assert_followed_exactly_inside_the_limits(panda, capped)
     assert path.joint_steps(capped.joints).max() <= 1.5 * generating
 

@@ -52,13 +52,13 @@ class ChainArrays:
         following a 100-waypoint Panda path. The kernels only read them; so must callers. A
         chain made with lists (unhashable) gets new ones each time."""
         try:
-            hash(chain)
-        except TypeError:
+            return _cached_chain_arrays(chain)
+        except TypeError:  # unhashable
             return cls.build(chain)
-        return _cached_chain_arrays(chain)
 
     @classmethod
     def build(cls, chain: Chain) -> ChainArrays:
+        """New arrays of a chain (from_chain's, uncached)."""
         joints = np.array(
             [
                 [joint.origin_xyz, joint.axis, *rpy_matrix(joint.origin_rpy)]

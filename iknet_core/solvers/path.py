@@ -71,19 +71,20 @@ RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 # 93.5 % with max_step alone, 94.5 % with the bounds first (90.0 to 94.5 and 96.5 % on another
 # 200; 92.5 to 95.5 and 95.5 % on a third), at the same waypoints/s (interleaved runs: a search
 # under a bound it cannot keep stops early); the spike search costs ~15 % of the rate. A factor
-# of 2.5 searched 9 paths for 92.5 %; a width of 2 gave 92.5 % for half the time of 4; widths of
-# 6 and 8 gained 0.5 to 1 point for up to twice the time.
+# of 2.5 searched 9 paths for 92.5 % and a width of 2 gave 92.5 % for half the time of 4 (both
+# under max_step alone); with the bounds, widths of 6 and 8 gained 0.5 to 1 point for up to
+# twice the time.
 SPIKE_FACTOR = 2.0
 SPIKE_MIN_WAYPOINTS = 10
 SPIKE_SEARCH_WIDTH = 4
 SPIKE_BOUNDS = (1.6, 2.0, 2.5)
-# Then a path whose largest step is still more than CAP_FACTOR times its median step is searched
-# once more with no step above CAP_SHARE of its largest (smoothed, kept where its largest step
-# is smaller): on 200 random Panda paths, 82 were searched, and the paths within 1.5x their
-# curve's largest step went from 94.5 to 96.5 % (96.5 to 97.5 and 95.5 to 96.0 % on two other
-# 200) for ~5 % of the waypoints/s (a search under a cap it cannot keep stops early). Caps of
-# 0.7 then 0.85 gave 97.5 % for 15 %; a factor of 1.6, 96.5 % on 47 paths; 1.4 with a cap of
-# 0.8, 97.0 % on 111.
+# Then a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is still more than CAP_FACTOR
+# times its median step is searched once more with no step above CAP_SHARE of its largest
+# (smoothed, kept where its largest step is smaller): on 200 random Panda paths, 82 were
+# searched, and the paths within 1.5x their curve's largest step went from 94.5 to 96.5 % (96.5
+# to 97.5 and 95.5 to 96.0 % on two other 200) for ~5 % of the waypoints/s (a search under a
+# cap it cannot keep stops early). Caps of 0.7 then 0.85 gave 97.5 % for 15 %; a factor of 1.6,
+# 96.5 % on 47 paths; 1.4 with a cap of 0.8, 97.0 % on 111.
 CAP_FACTOR = 1.5
 CAP_SHARE = 0.75
 
@@ -238,9 +239,9 @@ def follow_path(
         if retry[0] > failed:  # got further: keep it, with the reason it stopped
             failed, joints, errors, status = retry
 
-    def search(width: int, step_bound: float = max_step) -> tuple[np.ndarray, np.ndarray] | None:
+    def search(width: int, step_bound: float = math.inf) -> tuple[np.ndarray, np.ndarray] | None:
         """path_search's joints and errors for the whole path, no joint step above step_bound
-        (rad); None where it stops."""
+        (rad) or max_step; None where it stops."""
         searched, searched_errors = np.empty_like(joints), np.empty_like(errors)
         linked = search_path(
             start, positions, rotations, arrays.joints, arrays.tip, bounds, kernel_settings,
@@ -284,13 +285,14 @@ def follow_path(
         # A spike left in a smoothed path: its self-motion searched under step bounds.
         if _stands_out(joints, SPIKE_FACTOR):
             median_step = float(np.median(joint_steps(joints)))
-            step_bounds = [factor * median_step for factor in SPIKE_BOUNDS]
-            step_bounds += [] if rescued else [max_step]  # a rescued path was searched under it
+            bounds_below = [f * median_step for f in SPIKE_BOUNDS if f * median_step < max_step]
+            # A rescued path was searched under max_step already.
+            step_bounds = bounds_below if rescued else [*bounds_below, max_step]
             joints, errors = lower_largest_step(joints, errors, step_bounds)
         # A largest step that still stands out: one more search, capped below it.
         if _stands_out(joints, CAP_FACTOR):
-            cap = [CAP_SHARE * _largest_step(joints)]
-            joints, errors = lower_largest_step(joints, errors, cap)
+            cap = CAP_SHARE * _largest_step(joints)
+            joints, errors = lower_largest_step(joints, errors, [cap])
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless
     return PathResult(
