@@ -322,16 +322,16 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
 
     # Path 120 of these 200 is followed and smoothed with a step 2.06 times its curve's largest.
     panda, curve, targets = random_panda_path(200, 120)
-    generating = np.abs(np.diff(curve, axis=0)).max()
+    generating = path.joint_steps(curve).max()
     searched = follow_path(panda, targets, curve[0])
     factor = path.SPIKE_FACTOR
     monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)  # the spike search off
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # and the capped one
     spiky = follow_path(panda, targets, curve[0])
-    steps = np.abs(np.diff(spiky.joints, axis=0)).max(-1)
+    steps = path.joint_steps(spiky.joints)
     assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
     assert_followed_exactly_inside_the_limits(panda, searched)
-    assert np.abs(np.diff(searched.joints, axis=0)).max() <= 1.5 * generating
+    assert path.joint_steps(searched.joints).max() <= 1.5 * generating
 
 
 def counting_search(monkeypatch, path_module, change=None) -> list[tuple[int, float]]:

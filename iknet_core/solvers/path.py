@@ -193,8 +193,8 @@ def follow_path(
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
     path_smoothing's, for an arm with joints to spare, then the searches for a largest step
     that stands out (SPIKE_FACTOR, CAP_FACTOR); 0: the waypoints as followed, neither smoothed
-    nor searched for spikes. ValueError naming the
-    problem for an empty path, non-finite values or joints outside the limits."""
+    nor searched for spikes. ValueError naming the problem for an empty path, non-finite values
+    or joints outside the limits."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
     if max_step is None:
