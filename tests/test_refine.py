@@ -64,6 +64,20 @@ def test_a_chains_arrays_are_built_once_and_follow_its_description():
     np.testing.assert_array_equal(built.tip, tilted.tip)
 
 
+@pytest.mark.parametrize('chain', [OMX_CHAIN, tilted_chain()], ids=['omx', 'tilted'])
+def test_the_null_space_basis_is_orthonormal_and_moves_no_task_row(chain):
+    arrays = kernels.ChainArrays.from_chain(chain)
+    work, scratch = kernels.workspace(4), np.empty((4, 6))
+    straight = np.array([0.3, 0.0, STRAIGHT_ELBOW, 0.0])  # the position rows lose a rank
+    for q in [*random_observed_joints(50, seed=5), straight]:
+        jacobian = geometric_jacobian(chain, q)
+        for rows in (2, 3):  # 2 or 1 joints to spare
+            basis = np.empty((4, 4 - rows))
+            kernels.null_space_basis(q, arrays.joints, arrays.tip, rows, work, scratch, basis)
+            np.testing.assert_allclose(basis.T @ basis, np.eye(4 - rows), atol=1e-12)
+            assert np.abs(jacobian[:rows] @ basis).max() < 1e-12
+
+
 def test_compiled_pose_errors_equal_fk_errors():
     q = random_observed_joints(500, seed=12)
     other = random_observed_joints(500, seed=13)

@@ -22,8 +22,6 @@ from iknet_core.solvers.settings import named
 # Damping (m^2) added to the Levenberg-Marquardt normal equations so they stay solvable at
 # singularities (a straight elbow); tiny next to J^T J (~1e-2 m^2) elsewhere.
 DAMPING_FLOOR = 1e-12
-# Damping (m^2) of null-space projections (task_normal), so they stay defined at a singularity.
-NULL_SPACE_DAMPING = 1e-9
 # Steps smaller than this (rad, largest joint) mean the refinement is stationary.
 _STEP_FLOOR = 1e-14
 # Damping multiplier bounds: growth past the upper one means no step lowers the cost.
@@ -236,46 +234,61 @@ def _bound(q, bounds):
 
 
 @njit(cache=True)
-def task_normal(q, joints, tip, weight, work, normal):
-    """The pose Jacobian at q in work[2] (returned), its orientation rows weighted as refinement
-    weighs them (0 for a position), and normal (6, 6) = J J^T, damped: what a projection onto the
-    Jacobian's null space, I - J^T (J J^T)^-1 J, solves with."""
+def null_space_basis(q, joints, tip, rows, work, scratch, out):
+    """out (n, n - rows): orthonormal columns spanning the null space of the pose Jacobian's
+    first rows (3: position, 6: pose) at q, the last columns of Q in the Householder QR of its
+    transpose; scratch (n, 6). At a singularity it spans n - rows of the wider null space."""
     n = q.shape[0]
     jacobian = work[2]
     pose_jacobian(q, joints, tip, work[0], work[1], jacobian)
-    for k in range(3, 6):
+    reflectors = scratch  # column k: J^T's column k, then its unit reflector from row k on
+    for i in range(n):
+        for k in range(rows):
+            reflectors[i, k] = jacobian[k, i]
+    for k in range(min(rows, n)):
+        norm = 0.0
+        for i in range(k, n):
+            norm += reflectors[i, k] ** 2
+        norm = math.sqrt(norm)
+        # x -> -sign(x_k) |x| e_k, by the reflector v = x + sign(x_k) |x| e_k (no cancellation).
+        reflectors[k, k] += norm if reflectors[k, k] >= 0.0 else -norm
+        length = 0.0
+        for i in range(k, n):
+            length += reflectors[i, k] ** 2
+        length = math.sqrt(length)
+        for i in range(k, n):  # a zero column (a singular direction): no reflection
+            reflectors[i, k] = reflectors[i, k] / length if length > 1e-300 else 0.0
+        for c in range(k + 1, rows):
+            along = 0.0
+            for i in range(k, n):
+                along += reflectors[i, k] * reflectors[i, c]
+            for i in range(k, n):
+                reflectors[i, c] -= 2.0 * along * reflectors[i, k]
+    # Q e_(rows + c) = H_0 ... H_(rows - 1) e_(rows + c); none where n <= rows.
+    for c in range(n - rows):
         for i in range(n):
-            jacobian[k, i] *= weight
-    for k in range(6):
-        for m in range(k + 1):
-            total = 0.0
-            for i in range(n):
-                total += jacobian[k, i] * jacobian[m, i]
-            normal[k, m] = normal[m, k] = total
-        normal[k, k] += NULL_SPACE_DAMPING
-    return jacobian
+            out[i, c] = 1.0 if i == rows + c else 0.0
+        for k in range(rows - 1, -1, -1):
+            along = 0.0
+            for i in range(k, n):
+                along += reflectors[i, k] * out[i, c]
+            for i in range(k, n):
+                out[i, c] -= 2.0 * along * reflectors[i, k]
 
 
 @njit(cache=True)
-def null_space_projector(q, joints, tip, weight, work, scratch, out):
-    """out (n, n) = I - J^T (J J^T)^-1 J, the projector onto the null space of the pose Jacobian
-    at q (task_normal's: orientation rows weighted, damped)."""
+def null_space_projector(q, joints, tip, rows, work, scratch, out):
+    """out (n, n) = Z Z^T, the projector onto null_space_basis's span Z; scratch: its (n, 6) and
+    an (n, n - rows) for Z."""
+    reflectors, basis = scratch
+    null_space_basis(q, joints, tip, rows, work, reflectors, basis)
     n = q.shape[0]
-    normal, column, solution, solved = scratch
-    jacobian = task_normal(q, joints, tip, weight, work, normal)
-    cholesky_factor(normal)
-    for i in range(n):  # solved[:, i] = (J J^T)^-1 J[:, i]
-        for k in range(6):
-            column[k] = jacobian[k, i]
-        cholesky_substitute(normal, column, solution)
-        for k in range(6):
-            solved[k, i] = solution[k]
     for i in range(n):
-        for j in range(n):
+        for j in range(i + 1):
             total = 0.0
-            for k in range(6):
-                total += jacobian[k, i] * solved[k, j]
-            out[i, j] = (1.0 if i == j else 0.0) - total
+            for c in range(basis.shape[1]):
+                total += basis[i, c] * basis[j, c]
+            out[i, j] = out[j, i] = total
 
 
 @njit(cache=True)

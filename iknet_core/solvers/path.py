@@ -478,7 +478,8 @@ def _follow(
     n = start.shape[0]
     work = kernels.workspace(n)
     previous, before, trial = start.copy(), start.copy(), np.empty(n)
-    null_work = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty(n), np.empty(n))
+    spare = max(n - kernels.task_rows(settings), 0)
+    null_work = (np.empty((n, 6)), np.empty((n, spare)), np.empty(spare), np.empty(n), np.empty(n))
     for t in range(positions.shape[0]):
         current = out[t]
         best_key = (2.0, np.inf)
@@ -532,23 +533,20 @@ def _solve_near(
     spare = n > kernels.task_rows(settings)
     if not spare or not kernels.meets(position_error, orientation_error, settings):
         return position_error, orientation_error  # no null space, or nothing to keep
-    normal, product, solution, saved, goal = null_work
+    reflectors, basis, along, saved, goal = null_work
     for i in range(n):
         goal[i] = _null_space_goal(q, previous, bounds, i, pull, near_limits)
-    # step = (I - J^T (J J^T)^-1 J) goal.
-    jacobian = kernels.task_normal(q, joints, tip, settings.orientation_weight, work, normal)
-    for k in range(6):
-        value = 0.0
+    # step = Z Z^T goal, Z the null space's orthonormal basis.
+    kernels.null_space_basis(q, joints, tip, kernels.task_rows(settings), work, reflectors, basis)
+    for c in range(basis.shape[1]):
+        total = 0.0
         for i in range(n):
-            value += jacobian[k, i] * goal[i]
-        product[k] = value
-    kernels.cholesky_solve(normal, product, solution)
+            total += basis[i, c] * goal[i]
+        along[c] = total
     saved[:] = q
     for i in range(n):
-        along = 0.0
-        for k in range(6):
-            along += jacobian[k, i] * solution[k]
-        q[i] += goal[i] - along
+        for c in range(basis.shape[1]):
+            q[i] += basis[i, c] * along[c]
     pulled_position_error, pulled_orientation_error, _, _ = kernels.levenberg_marquardt(
         q, position, rotation, joints, tip, bounds, settings, settings.max_iterations, False,
         work,

@@ -47,7 +47,8 @@ def search_path(
     first waypoint with no solution within max_step of a kept one (out is then untouched)."""
     settings = named(setting_values)
     count, n = positions.shape[0], start.shape[0]
-    directions = max(min(SEARCH_DIRECTIONS, n - kernels.task_rows(settings)), 0)
+    rows = kernels.task_rows(settings)
+    directions = max(min(SEARCH_DIRECTIONS, n - rows), 0)
     per_node = 1 + 2 * directions * offsets.shape[0]
     layers = np.empty((count, width, n))
     layer_errors = np.empty((count, width, 2))
@@ -60,7 +61,7 @@ def search_path(
     nearest = np.empty(width * per_node)
     projector, basis = np.empty((n, n)), np.empty((directions, n))
     work = kernels.workspace(n)
-    scratch = (np.empty((6, 6)), np.empty(6), np.empty(6), np.empty((6, n)))
+    scratch = (np.empty((n, 6)), np.empty((n, max(n - rows, 0))))
     previous = start.reshape(1, n).copy()
     previous_costs = np.zeros(1)
     for t in range(count):
@@ -68,9 +69,7 @@ def search_path(
         # its null space, refined onto this waypoint's target.
         made = 0
         for p in range(previous.shape[0]):
-            kernels.null_space_projector(
-                previous[p], joints, tip, settings.orientation_weight, work, scratch, projector
-            )
+            kernels.null_space_projector(previous[p], joints, tip, rows, work, scratch, projector)
             _null_basis(projector, basis)
             for seed in range(per_node):
                 q = candidates[made]
