@@ -327,6 +327,7 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     factor = path.SPIKE_FACTOR
     monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)  # the spike search off
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # and the capped one
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # and the weighted smoothing
     spiky = follow_path(panda, targets, curve[0])
     steps = path.joint_steps(spiky.joints)
     assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
@@ -368,6 +369,7 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
     from iknet_core.solvers import path
 
     panda, curve, targets = random_panda_path(200, 120)
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # the searches alone
     search = path.search_path
     monkeypatch.setattr(path, 'search_path', lambda *arguments: 0)  # no search links the path
     spiky = follow_path(panda, targets, curve[0])
@@ -400,10 +402,12 @@ def test_a_spike_the_least_travel_search_keeps_goes_under_a_step_bound(monkeypat
     generating = path.joint_steps(curve).max()
     monkeypatch.setattr(path, 'SPIKE_BOUNDS', ())
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
     unbounded = follow_path(panda, targets, curve[0])
     assert path.joint_steps(unbounded.joints).max() > 1.5 * generating
     monkeypatch.undo()
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # the bounds alone
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
     searches = counting_search(monkeypatch, path)
     bounded = follow_path(panda, targets, curve[0])
     median_step = np.median(path.joint_steps(unbounded.joints))
@@ -421,17 +425,59 @@ def test_a_largest_step_that_stands_out_below_the_spike_factor_is_searched_under
     # curve's largest.
     panda, curve, targets = random_panda_path(200, 50)
     generating = path.joint_steps(curve).max()
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # the searches alone
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
     uncapped = follow_path(panda, targets, curve[0])
     steps = path.joint_steps(uncapped.joints)
     assert steps.max() <= path.SPIKE_FACTOR * np.median(steps)
     assert steps.max() > 1.5 * generating
     monkeypatch.undo()
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
     searches = counting_search(monkeypatch, path)
     capped = follow_path(panda, targets, curve[0])
     assert searches == [(path.SPIKE_SEARCH_WIDTH, pytest.approx(path.CAP_SHARE * steps.max()))]
     assert_followed_exactly_inside_the_limits(panda, capped)
     assert path.joint_steps(capped.joints).max() <= 1.5 * generating
+
+
+def test_a_largest_step_left_after_the_searches_is_smoothed_with_large_changes_weighted_up(
+    monkeypatch,
+):
+    from iknet_core.solvers import path
+
+    # Path 94 of these 200: after the searches, its largest step is 1.69 times its curve's
+    # largest and 1.72 times its median (the capped search links no path).
+    panda, curve, targets = random_panda_path(200, 94)
+    generating = path.joint_steps(curve).max()
+    weighted = follow_path(panda, targets, curve[0])
+    factor = path.PEAK_FACTOR
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
+    unweighted = follow_path(panda, targets, curve[0])
+    steps = path.joint_steps(unweighted.joints)
+    assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
+    assert_followed_exactly_inside_the_limits(panda, weighted)
+    assert path.joint_steps(weighted.joints).max() <= 1.5 * generating
+
+
+def test_a_weighted_smoothing_with_a_larger_step_is_discarded(monkeypatch):
+    from iknet_core.solvers import path
+
+    panda, curve, targets = random_panda_path(200, 94)  # smoothed with weights (the test above)
+    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
+    unweighted = follow_path(panda, targets, curve[0])
+    monkeypatch.undo()
+    smooth, weighted = path.smooth_path, []
+
+    def worse_when_weighted(*arguments):
+        smooth(*arguments)
+        if arguments[-1] > 0.0:  # peak_power
+            weighted.append(True)
+            arguments[0][60:, 6] += 1.0  # a step of 1 rad: larger than any of the path's
+
+    monkeypatch.setattr(path, 'smooth_path', worse_when_weighted)
+    result = follow_path(panda, targets, curve[0])
+    assert weighted == [True]
+    np.testing.assert_array_equal(result.joints, unweighted.joints)
 
 
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():
