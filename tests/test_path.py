@@ -480,6 +480,49 @@ def test_a_weighted_smoothing_with_a_larger_step_is_discarded(monkeypatch):
     np.testing.assert_array_equal(result.joints, unweighted.joints)
 
 
+def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkeypatch):
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers import path
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    # UR5 path 106 of 200 random ones (seed 0) nears the wrist singularity at waypoint 47: the
+    # follower reaches waypoint 45 on a nearby solution 0.21 rad off the curve's and comes back
+    # at 46, with a step 2.36 times the curve's largest.
+    ur5 = named_chain('ur5')
+    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=0)[106]
+    targets = pose_from_joints(ur5, curve)
+    generating = path.joint_steps(curve).max()
+    mended = follow_path(ur5, targets, curve[0])
+    monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
+    followed = follow_path(ur5, targets, curve[0])
+    assert path.joint_steps(followed.joints).max() > 2.0 * generating
+    assert np.abs(followed.joints[45] - curve[45]).max() > 0.2
+    assert_followed_exactly_inside_the_limits(ur5, mended)
+    assert path.joint_steps(mended.joints).max() <= 1.5 * generating
+    # Back on the curve (it keeps the start's elbow where the curve turns it through straight).
+    assert np.abs(mended.joints[40:] - curve[40:]).max() < 1e-3
+
+
+def test_a_waypoint_off_between_its_neighbours_is_solved_again_from_their_midpoint():
+    from iknet_core.solvers import kernels
+    from iknet_core.solvers.path_smoothing import mend_spikes
+
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=100, seed=3)[0]
+    positions, rotations = forward_kinematics(OMX_CHAIN, curve)
+    spiky = curve.copy()
+    spiky[50, 0] += 0.3  # out and back
+    errors = np.zeros((100, 2))
+    arrays = kernels.ChainArrays.from_chain(OMX_CHAIN)
+    bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
+    settings = SolverSettings()
+    arguments = (positions, rotations, arrays.joints, arrays.tip, bounds, settings.kernel())
+    assert mend_spikes(spiky, *arguments, 1.5, errors) >= 1
+    np.testing.assert_allclose(spiky, curve, atol=1e-4)
+    assert errors[50, 0] <= settings.tolerance.position
+    assert mend_spikes(spiky, *arguments, 1.5, errors) == 0  # nothing stands out any more
+
+
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():
     from iknet_core.solvers import kernels
     from iknet_core.solvers.path_search import SEARCH_OFFSETS, search_path

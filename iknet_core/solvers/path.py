@@ -27,7 +27,7 @@ from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.path_search import SEARCH_OFFSETS, SEARCH_WIDTH, search_path
-from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, smooth_path
+from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, mend_spikes, smooth_path
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
@@ -99,6 +99,15 @@ CAP_SHARE = 0.75
 # a power of 3 or 6 passes did no better.
 PEAK_FACTOR = 1.3
 PEAK_POWER = 2.0
+# Then, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
+# median step is solved again from the midpoint of its neighbours and kept where its larger step
+# is smaller (path_smoothing.mend_spikes): near a singularity two branches come close, and the
+# follower can take one waypoint on the other and come back on the next step. On 200 random UR5
+# paths, those followed within 1.5x their curve's largest step went from 98.5 to 99.5 % (96.0 to
+# 98.5 and 94.0 to 97.5 % on two other 200; the rest but 2 are stopped where the curve leaves
+# the start's branch); the Panda's from 99.0, 98.0 and 97.5 to 99.0, 98.5 and 97.5 %; the rate
+# is the same.
+MEND_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
@@ -204,8 +213,9 @@ def follow_path(
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
-    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR); 0:
-    the waypoints as followed, neither smoothed nor searched for spikes. ValueError naming the
+    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), and
+    on any arm the mending of single waypoints off their neighbours (MEND_FACTOR); 0: the
+    waypoints as followed, neither smoothed nor searched nor mended. ValueError naming the
     problem for an empty path, non-finite values or joints outside the limits."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
@@ -314,6 +324,11 @@ def follow_path(
             smooth(candidate, candidate_errors, stopped=False, peak_power=PEAK_POWER)
             if _largest_step(candidate) < _largest_step(joints):
                 joints, errors = candidate, candidate_errors
+    if smoothing_passes > 0:
+        mend_spikes(
+            joints[:failed], positions, rotations, arrays.joints, arrays.tip, bounds,
+            kernel_settings, MEND_FACTOR, errors[:failed],
+        )  # fmt: skip
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless
     return PathResult(

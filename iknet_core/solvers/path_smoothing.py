@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from iknet_core.metrics import SAME_SOLUTION_RAD
 from iknet_core.solvers import kernels
 from iknet_core.solvers.settings import named
 
@@ -81,6 +82,55 @@ def smooth_path(
             return
         path[:] = trial
         errors[:] = trial_errors
+
+
+@njit(cache=True)
+def mend_spikes(path, positions, rotations, joints, tip, bounds, setting_values, factor, errors):
+    """Solve each inner waypoint of path (T, n) rad whose larger step is more than factor times
+    the median step again, from the midpoint of its neighbours, and keep the new solution where
+    it meets the tolerance, is another solution (SAME_SOLUTION_RAD) and its larger step is
+    smaller: near a singularity, where two
+    branches come close, the follower can take a waypoint on the other one and come back on
+    the next step. errors (T, 2): updated with the path. Returns how many were mended."""
+    settings = named(setting_values)
+    count, n = path.shape
+    if count < 3:
+        return 0
+    steps = np.empty(count - 1)
+    for t in range(1, count):
+        steps[t - 1] = _step(path[t - 1], path[t])
+    limit = factor * np.median(steps)
+    work = kernels.workspace(n)
+    trial = np.empty(n)
+    mended = 0
+    for t in range(1, count - 1):
+        larger = max(steps[t - 1], steps[t])
+        if larger <= limit:
+            continue
+        for i in range(n):
+            trial[i] = 0.5 * (path[t - 1, i] + path[t + 1, i])
+        position_error, orientation_error, _, _ = kernels.levenberg_marquardt(
+            trial, positions[t], rotations[t], joints, tip, bounds, settings,
+            settings.max_iterations, False, work,
+        )  # fmt: skip
+        into, out_of = _step(path[t - 1], trial), _step(trial, path[t + 1])
+        reached = kernels.meets(position_error, orientation_error, settings)
+        another = _step(path[t], trial) > SAME_SOLUTION_RAD  # not the same one, polished
+        if reached and another and max(into, out_of) < larger:
+            path[t] = trial
+            errors[t, 0], errors[t, 1] = position_error, orientation_error
+            steps[t - 1], steps[t] = into, out_of
+            mended += 1
+    return mended
+
+
+@njit(cache=True)
+def _step(a, b):
+    """The largest joint change (rad) from a to b."""
+    largest = 0.0
+    for i in range(a.shape[0]):
+        largest = max(largest, abs(b[i] - a[i]))
+    return largest
 
 
 @njit(cache=True)
