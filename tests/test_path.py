@@ -323,16 +323,23 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
     # Path 120 of these 200 is followed and smoothed with a step 2.06 times its curve's largest.
     panda, curve, targets = random_panda_path(200, 120)
     generating = path.joint_steps(curve).max()
+    only_the_searches(monkeypatch, path)
     searched = follow_path(panda, targets, curve[0])
     factor = path.SPIKE_FACTOR
     monkeypatch.setattr(path, 'SPIKE_FACTOR', math.inf)  # the spike search off
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # and the capped one
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # and the weighted smoothing
     spiky = follow_path(panda, targets, curve[0])
     steps = path.joint_steps(spiky.joints)
     assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
     assert_followed_exactly_inside_the_limits(panda, searched)
     assert path.joint_steps(searched.joints).max() <= 1.5 * generating
+
+
+def only_the_searches(monkeypatch, path_module) -> None:
+    """The stages after the searches off (the weighted smoothing, the mending), so what a test
+    of the searches measures is theirs."""
+    monkeypatch.setattr(path_module, 'PEAK_FACTOR', math.inf)
+    monkeypatch.setattr(path_module, 'MEND_FACTOR', math.inf)
 
 
 def counting_search(monkeypatch, path_module, change=None) -> list[tuple[int, float]]:
@@ -369,7 +376,7 @@ def test_a_searched_path_with_a_larger_step_is_discarded(monkeypatch):
     from iknet_core.solvers import path
 
     panda, curve, targets = random_panda_path(200, 120)
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # the searches alone
+    only_the_searches(monkeypatch, path)
     search = path.search_path
     monkeypatch.setattr(path, 'search_path', lambda *arguments: 0)  # no search links the path
     spiky = follow_path(panda, targets, curve[0])
@@ -402,12 +409,12 @@ def test_a_spike_the_least_travel_search_keeps_goes_under_a_step_bound(monkeypat
     generating = path.joint_steps(curve).max()
     monkeypatch.setattr(path, 'SPIKE_BOUNDS', ())
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
+    only_the_searches(monkeypatch, path)
     unbounded = follow_path(panda, targets, curve[0])
     assert path.joint_steps(unbounded.joints).max() > 1.5 * generating
     monkeypatch.undo()
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)  # the bounds alone
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
+    only_the_searches(monkeypatch, path)
     searches = counting_search(monkeypatch, path)
     bounded = follow_path(panda, targets, curve[0])
     median_step = np.median(path.joint_steps(unbounded.joints))
@@ -425,14 +432,14 @@ def test_a_largest_step_that_stands_out_below_the_spike_factor_is_searched_under
     # curve's largest.
     panda, curve, targets = random_panda_path(200, 50)
     generating = path.joint_steps(curve).max()
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)  # the searches alone
+    only_the_searches(monkeypatch, path)
     monkeypatch.setattr(path, 'CAP_FACTOR', math.inf)
     uncapped = follow_path(panda, targets, curve[0])
     steps = path.joint_steps(uncapped.joints)
     assert steps.max() <= path.SPIKE_FACTOR * np.median(steps)
     assert steps.max() > 1.5 * generating
     monkeypatch.undo()
-    monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
+    only_the_searches(monkeypatch, path)
     searches = counting_search(monkeypatch, path)
     capped = follow_path(panda, targets, curve[0])
     assert searches == [(path.SPIKE_SEARCH_WIDTH, pytest.approx(path.CAP_SHARE * steps.max()))]
@@ -449,6 +456,7 @@ def test_a_largest_step_left_after_the_searches_is_smoothed_with_large_changes_w
     # largest and 1.72 times its median (the capped search links no path).
     panda, curve, targets = random_panda_path(200, 94)
     generating = path.joint_steps(curve).max()
+    monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)  # the weighted smoothing alone
     weighted = follow_path(panda, targets, curve[0])
     factor = path.PEAK_FACTOR
     monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
@@ -500,7 +508,9 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     assert np.abs(followed.joints[45] - curve[45]).max() > 0.2
     assert_followed_exactly_inside_the_limits(ur5, mended)
     assert path.joint_steps(mended.joints).max() <= 1.5 * generating
-    # Back on the curve (it keeps the start's elbow where the curve turns it through straight).
+    # On the curve, but where the curve turns the elbow through straight (waypoint 7) and the
+    # follower keeps the start's elbow, a hundredth of a radian or two off.
+    assert np.abs(mended.joints[:40] - curve[:40]).max() < 0.05
     assert np.abs(mended.joints[40:] - curve[40:]).max() < 1e-3
 
 
@@ -512,15 +522,51 @@ def test_a_waypoint_off_between_its_neighbours_is_solved_again_from_their_midpoi
     positions, rotations = forward_kinematics(OMX_CHAIN, curve)
     spiky = curve.copy()
     spiky[50, 0] += 0.3  # out and back
-    errors = np.zeros((100, 2))
+    errors = np.full((100, 2), np.nan)
     arrays = kernels.ChainArrays.from_chain(OMX_CHAIN)
     bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
     settings = SolverSettings()
     arguments = (positions, rotations, arrays.joints, arrays.tip, bounds, settings.kernel())
-    assert mend_spikes(spiky, *arguments, 1.5, errors) >= 1
+    assert mend_spikes(spiky, *arguments, 1.5, errors) == 1  # waypoint 50 alone
     np.testing.assert_allclose(spiky, curve, atol=1e-4)
     assert errors[50, 0] <= settings.tolerance.position
+    assert errors[50, 1] <= settings.tolerance.orientation
+    assert np.isnan(np.delete(errors, 50, axis=0)).all()  # the others untouched
     assert mend_spikes(spiky, *arguments, 1.5, errors) == 0  # nothing stands out any more
+
+
+@pytest.mark.parametrize('pinned_end', [False, True], ids=['free-end', 'pinned-end'])
+def test_the_least_travel_offsets_solve_their_weighted_least_squares_problem(pinned_end):
+    from iknet_core.solvers import path_smoothing
+
+    rng = np.random.default_rng(4)
+    count, n, spare = 8, 4, 2
+    path = rng.normal(size=(count, n))
+    bases = np.linalg.qr(rng.normal(size=(count, n, spare)))[0]  # orthonormal columns
+    weights = rng.uniform(1.0, 3.0, (count, n))
+    offsets = np.empty((count, n))
+    path_smoothing._least_travel_offsets(path, bases, weights, pinned_end, offsets)
+    # The same problem dense: sum_t |q_t - q_t-1 + Z_t a_t - Z_t-1 a_t-1|^2_W_t + ridge |a|^2
+    # over the waypoints that move, by numpy's least squares.
+    moved = list(range(1, count - 1 if pinned_end else count))
+    column = {t: k * spare for k, t in enumerate(moved)}
+    rows, right = [], []
+    for t in range(1, count):
+        for i in range(n):
+            row = np.zeros(len(moved) * spare)
+            for waypoint, sign in ((t, 1.0), (t - 1, -1.0)):
+                if waypoint in column:
+                    row[column[waypoint] : column[waypoint] + spare] = sign * bases[waypoint, i]
+            scale = np.sqrt(weights[t, i])
+            rows.append(scale * row)
+            right.append(-scale * (path[t, i] - path[t - 1, i]))
+    ridge = np.sqrt(path_smoothing._RIDGE) * np.eye(len(moved) * spare)
+    system = np.vstack([np.array(rows), ridge])
+    coefficients = np.linalg.lstsq(system, np.concatenate([right, np.zeros(len(ridge))]))[0]
+    expected = np.zeros((count, n))
+    for t in moved:
+        expected[t] = bases[t] @ coefficients[column[t] : column[t] + spare]
+    np.testing.assert_allclose(offsets, expected, atol=1e-10)
 
 
 def test_the_search_says_which_waypoint_it_could_not_link_and_leaves_the_path_alone():

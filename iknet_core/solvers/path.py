@@ -87,7 +87,7 @@ SPIKE_BOUNDS = (1.6, 2.0, 2.5)
 # 96.5 % on 47 paths; 1.4 with a cap of 0.8, 97.0 % on 111.
 CAP_FACTOR = 1.5
 CAP_SHARE = 0.75
-# Last, a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is more than PEAK_FACTOR times
+# Then a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is more than PEAK_FACTOR times
 # its median step is smoothed again with each joint's change weighted by 1 + (the change / the
 # median step) ** PEAK_POWER (path_smoothing): least travel, with large changes dearer, and kept
 # where its largest step is smaller. Least travel and the searches leave peaks where the greedy
@@ -99,7 +99,7 @@ CAP_SHARE = 0.75
 # a power of 3 or 6 passes did no better.
 PEAK_FACTOR = 1.3
 PEAK_POWER = 2.0
-# Then, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
+# Finally, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
 # median step is solved again from the midpoint of its neighbours and kept where its larger step
 # is smaller (path_smoothing.mend_spikes): near a singularity two branches come close, and the
 # follower can take one waypoint on the other and come back on the next step. On 200 random UR5

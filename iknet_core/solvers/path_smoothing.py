@@ -72,9 +72,7 @@ def smooth_path(
                 trial[t], positions[t], rotations[t], joints, tip, bounds, settings,
                 settings.max_iterations, False, work,
             )  # fmt: skip
-            step = 0.0
-            for i in range(n):
-                step = max(step, abs(trial[t, i] - trial[t - 1, i]))
+            step = _step(trial[t - 1], trial[t])
             if not kernels.meets(position_error, orientation_error, settings) or step > max_step:
                 return
             trial_errors[t, 0], trial_errors[t, 1] = position_error, orientation_error
@@ -89,17 +87,19 @@ def mend_spikes(path, positions, rotations, joints, tip, bounds, setting_values,
     """Solve each inner waypoint of path (T, n) rad whose larger step is more than factor times
     the median step again, from the midpoint of its neighbours, and keep the new solution where
     it meets the tolerance, is another solution (SAME_SOLUTION_RAD) and its larger step is
-    smaller: near a singularity, where two
-    branches come close, the follower can take a waypoint on the other one and come back on
-    the next step. errors (T, 2): updated with the path. Returns how many were mended."""
+    smaller (so still within the max_step the path was followed under): near a singularity,
+    where two branches come close, the follower can take a waypoint on the other one and come
+    back on the next step. errors (T, 2): updated with the path. Returns how many were mended."""
     settings = named(setting_values)
     count, n = path.shape
     if count < 3:
         return 0
     steps = np.empty(count - 1)
-    for t in range(1, count):
-        steps[t - 1] = _step(path[t - 1], path[t])
-    limit = factor * np.median(steps)
+    _steps(path, steps)
+    median = np.median(steps)
+    if median <= 1e-12:
+        return 0  # a path that mostly stands still: no step stands out
+    limit = factor * median
     work = kernels.workspace(n)
     trial = np.empty(n)
     mended = 0
@@ -126,11 +126,18 @@ def mend_spikes(path, positions, rotations, joints, tip, bounds, setting_values,
 
 @njit(cache=True)
 def _step(a, b):
-    """The largest joint change (rad) from a to b."""
+    """The largest joint change (rad) from a to b: path.joint_steps' measure, compiled."""
     largest = 0.0
     for i in range(a.shape[0]):
         largest = max(largest, abs(b[i] - a[i]))
     return largest
+
+
+@njit(cache=True)
+def _steps(path, out):
+    """out (T - 1,): _step between each pair of consecutive waypoints of path (T, n)."""
+    for t in range(1, path.shape[0]):
+        out[t - 1] = _step(path[t - 1], path[t])
 
 
 @njit(cache=True)
@@ -144,19 +151,16 @@ def _squared_travel(path, weights):
 
 @njit(cache=True)
 def _peak_weights(path, power, weights):
-    """weights[t, i] = 1 + (joint i's change into waypoint t / the median step) ** power, a step
-    being the largest joint change between consecutive waypoints."""
+    """weights[t, i] = 1 + (joint i's change into waypoint t / the median step) ** power (all 1
+    where the median step is 0: a path that mostly stands still has no peaks to weigh)."""
     count, n = path.shape
     steps = np.empty(count - 1)
-    for t in range(1, count):
-        step = 0.0
-        for i in range(n):
-            step = max(step, abs(path[t, i] - path[t - 1, i]))
-        steps[t - 1] = step
-    median = max(np.median(steps), 1e-12)
+    _steps(path, steps)
+    median = np.median(steps)
     for t in range(1, count):
         for i in range(n):
-            weights[t, i] = 1.0 + (abs(path[t, i] - path[t - 1, i]) / median) ** power
+            change = abs(path[t, i] - path[t - 1, i])
+            weights[t, i] = 1.0 + (change / median) ** power if median > 1e-12 else 1.0
 
 
 @njit(cache=True)
@@ -195,7 +199,7 @@ def _least_travel_offsets(path, bases, weights, pinned_end, offsets):
             pivot[a, a] += _RIDGE
         if t > 1:
             # Eliminate a_t-1 with the previous pivot F: pivot -= C F^-1 C^T, right -= C F^-1
-            # reduced_t-1, C = -w_t Z_t^T Z_t-1 (a_t-1's block in row t).
+            # reduced_t-1, C = -Z_t^T W_t Z_t-1 (a_t-1's block in row t).
             for a in range(spare):
                 for b in range(spare):
                     total = 0.0
@@ -219,7 +223,7 @@ def _least_travel_offsets(path, bases, weights, pinned_end, offsets):
                     pivot[a, b] -= total
         kernels.cholesky_factor(pivot)
         reduced[t] = right
-    # Back substitution: a_t = F_t^-1 (reduced_t + w_t+1 Z_t^T Z_t+1 a_t+1), then v_t = Z_t a_t.
+    # Back substitution: a_t = F_t^-1 (reduced_t + Z_t^T W_t+1 Z_t+1 a_t+1), then v_t = Z_t a_t.
     kernels.cholesky_substitute(factors[last], reduced[last], coefficients[last])
     for t in range(last - 1, 0, -1):
         for j in range(n):
