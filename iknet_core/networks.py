@@ -339,12 +339,22 @@ class MixtureIKNet(IKNetwork):
         """(B, n_features) normalized -> (B, width) pose embedding."""
         return nn.functional.silu(self.norm(self.blocks(self.stem(features))))
 
+    def pose_terms(self, embedding: torch.Tensor, joint: int) -> torch.Tensor:
+        """Head `joint`'s first layer on the pose embedding (B, width) alone, with its bias:
+        (B, head_width). Sampling computes it once per pose rather than once per sample (the
+        layer is linear, so the pose's share and the earlier joints' share add)."""
+        first = self.heads[joint][0]
+        return nn.functional.linear(embedding, first.weight[:, : self.config.width], first.bias)
+
     def mixture(
-        self, embedding: torch.Tensor, previous: torch.Tensor, joint: int
+        self, pose_terms: torch.Tensor, previous: torch.Tensor, joint: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Joint `joint`'s mixture given the embedding (B, width) and (cos, sin) of the joints
-        before it (B, 2 * joint): log weights, means (rad), log stds, each (B, M)."""
-        raw = self.heads[joint](torch.cat([embedding, previous], -1))
+        """Joint `joint`'s mixture given its pose terms (pose_terms(), B or (B, count) leading
+        dims) and (cos, sin) of the joints before it (same leading dims, 2 * joint): log
+        weights, means (rad), log stds, each (..., M)."""
+        head = self.heads[joint]
+        earlier = nn.functional.linear(previous, head[0].weight[:, self.config.width :])
+        raw = head[1:](pose_terms + earlier)
         logits, means, log_stds = raw.float().chunk(3, -1)
         means = self.joint_center[joint] + self.joint_half_range[joint] * torch.tanh(means)
         return logits.log_softmax(-1), means, log_stds.clamp(*MIXTURE_LOG_STD)
@@ -356,7 +366,9 @@ class MixtureIKNet(IKNetwork):
         previous = angle_features(joints).to(embedding.dtype)  # half under autocast
         total = torch.zeros(len(poses), device=poses.device)
         for j in range(self.config.n_joints):
-            log_weights, means, log_stds = self.mixture(embedding, previous[:, : 2 * j], j)
+            log_weights, means, log_stds = self.mixture(
+                self.pose_terms(embedding, j), previous[:, : 2 * j], j
+            )
             z = (joints[:, j : j + 1] - means) * torch.exp(-log_stds)
             log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
             total = total + torch.logsumexp(log_weights + log_normal, -1)
@@ -380,11 +392,14 @@ class MixtureIKNet(IKNetwork):
                 f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
                 f'{component_temperature}'
             )
-        embedding = self.trunk(self.normalized_features(poses)).repeat_interleave(count, 0)
-        joints = torch.empty(len(embedding), self.config.n_joints, device=poses.device)
-        previous = embedding.new_zeros(len(embedding), 0)
+        embedding = self.trunk(self.normalized_features(poses))
+        shape = (len(poses), count)
+        joints = torch.empty(*shape, self.config.n_joints, device=poses.device)
+        previous = embedding.new_zeros(*shape, 0)
         for j in range(self.config.n_joints):
-            log_weights, means, log_stds = self.mixture(embedding, previous, j)
+            # (B, 1, head_width) broadcast over the count samples of each pose.
+            pose_terms = self.pose_terms(embedding, j)[:, None]
+            log_weights, means, log_stds = self.mixture(pose_terms, previous, j)
             noise = torch.rand(log_weights.shape, generator=generator, device=poses.device)
             # Gumbel-max picks a component with probability its (sharpened) weight.
             gumbel = -torch.log(-torch.log(noise.clamp_min(1e-12)))
@@ -394,13 +409,13 @@ class MixtureIKNet(IKNetwork):
                 component = (shifted / component_temperature + gumbel).argmax(-1)
             else:
                 component = log_weights.argmax(-1)
-            pick = component[:, None]
-            std = torch.exp(log_stds.gather(1, pick))[:, 0]
-            normal = torch.randn(len(embedding), generator=generator, device=poses.device)
-            joints[:, j] = means.gather(1, pick)[:, 0] + temperature * std * normal
-            angles = angle_features(joints[:, j : j + 1]).to(previous.dtype)
+            pick = component[..., None]
+            std = torch.exp(log_stds.gather(-1, pick))[..., 0]
+            normal = torch.randn(shape, generator=generator, device=poses.device)
+            joints[..., j] = means.gather(-1, pick)[..., 0] + temperature * std * normal
+            angles = angle_features(joints[..., j : j + 1]).to(previous.dtype)
             previous = torch.cat([previous, angles], -1)
-        return joints.view(len(poses), count, self.config.n_joints)
+        return joints
 
     def forward(self, poses: torch.Tensor) -> torch.Tensor:
         """The proposal for refinement: n_hypotheses samples at the config's temperature, the
@@ -417,8 +432,8 @@ class MixtureIKNet(IKNetwork):
 
 
 def angle_features(joints: torch.Tensor) -> torch.Tensor:
-    """(B, k) rad -> (B, 2k) as (cos, sin) per joint: a turn more or less is the same arm."""
-    return torch.stack([joints.cos(), joints.sin()], -1).flatten(1)
+    """(..., k) rad -> (..., 2k) as (cos, sin) per joint: a turn more or less is the same arm."""
+    return torch.stack([joints.cos(), joints.sin()], -1).flatten(-2)
 
 
 MODELS: dict[str, type[IKNetwork]] = {

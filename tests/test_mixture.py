@@ -13,7 +13,7 @@ from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.metrics import distinct_solutions
-from iknet_core.networks import MixtureIKNet, build_model
+from iknet_core.networks import MixtureIKNet, angle_features, build_model
 from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.factory import build_solver
@@ -131,6 +131,25 @@ def test_sampling_is_deterministic_under_a_seed(planar_model):
         means = planar_model.sample(poses, 32, 0.0, torch.Generator().manual_seed(7))
     # Temperature 0: each sample is a component mean, so few distinct values per joint.
     assert len(torch.unique(means[0, :, 0])) <= planar_model.config.n_components
+
+
+def test_sampling_splits_each_heads_first_layer_into_its_pose_and_joint_parts():
+    # sample() applies a head's first layer to the pose once per pose and to the earlier
+    # joints once per sample; the reference applies the head to their concatenation.
+    model = tiny_model(n_joints=3).eval()
+    poses, _ = planar_data(5, seed=4)
+    with torch.no_grad():
+        embedding = model.trunk(model.normalized_features(poses))
+        heaviest: list[torch.Tensor] = []
+        for j, head in enumerate(model.heads):
+            previous = angle_features(torch.stack(heaviest, -1)) if heaviest else embedding[:, :0]
+            logits, means, _ = head(torch.cat([embedding, previous], -1)).chunk(3, -1)
+            means = model.joint_center[j] + model.joint_half_range[j] * torch.tanh(means)
+            heaviest.append(means.gather(1, logits.argmax(-1, keepdim=True))[:, 0])
+        sampled = model.sample(poses, 3, temperature=0.0, component_temperature=0.0)
+    assert sampled.shape == (5, 3, 3)
+    for copy in range(3):
+        torch.testing.assert_close(sampled[:, copy], torch.stack(heaviest, -1))
 
 
 def test_component_temperature_sharpens_the_choice_of_component(planar_model):
