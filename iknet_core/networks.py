@@ -355,24 +355,54 @@ class MixtureIKNet(IKNetwork):
         head = self.heads[joint]
         earlier = nn.functional.linear(previous, head[0].weight[:, self.config.width :])
         raw = head[1:](pose_terms + earlier)
+        return self.components(raw, self.joint_center[joint], self.joint_half_range[joint])
+
+    def components(
+        self, raw: torch.Tensor, center: torch.Tensor, half_range: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A head's raw output (..., 3M) -> log weights, means (rad, within center +-
+        half_range), log stds."""
         logits, means, log_stds = raw.float().chunk(3, -1)
-        means = self.joint_center[joint] + self.joint_half_range[joint] * torch.tanh(means)
+        means = center + half_range * torch.tanh(means)
         return logits.log_softmax(-1), means, log_stds.clamp(*MIXTURE_LOG_STD)
+
+    def teacher_forced_mixtures(
+        self, embedding: torch.Tensor, joints: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every joint's mixture given the true joints before it, all heads in one batched
+        product per layer rather than one small product per head (training runs one step per
+        batch, and on a GPU the count of small kernels, not arithmetic, sets its time):
+        log weights, means, log stds, each (B, n, M)."""
+        n, width = self.config.n_joints, self.config.width
+        heads = list(self.heads)
+        previous = angle_features(joints[:, :-1]).to(embedding.dtype)  # half under autocast
+        # Head j sees the first 2j columns of previous: zero weights for the rest.
+        earlier_weights = torch.stack(
+            [
+                nn.functional.pad(head[0].weight[:, width:], (0, 2 * (n - 1 - j)))
+                for j, head in enumerate(heads)
+            ]
+        )
+        pose_weights = torch.stack([head[0].weight[:, :width] for head in heads])
+        hidden = (
+            torch.einsum('bw,nhw->bnh', embedding, pose_weights)
+            + torch.einsum('bk,nhk->bnh', previous, earlier_weights)
+            + torch.stack([head[0].bias for head in heads])
+        )
+        for layer in (2, 4):  # the heads' later Linear layers, each after a SiLU
+            weights = torch.stack([head[layer].weight for head in heads])
+            biases = torch.stack([head[layer].bias for head in heads])
+            hidden = torch.einsum('bnh,ngh->bng', nn.functional.silu(hidden), weights) + biases
+        return self.components(hidden, self.joint_center[:, None], self.joint_half_range[:, None])
 
     def log_likelihood(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
         """log p(joints (B, n) | poses (B, 7)) (B,), every joint's term at once (teacher
         forcing: each head sees the true joints before its own)."""
         embedding = self.trunk(self.normalized_features(poses))
-        previous = angle_features(joints).to(embedding.dtype)  # half under autocast
-        total = torch.zeros(len(poses), device=poses.device)
-        for j in range(self.config.n_joints):
-            log_weights, means, log_stds = self.mixture(
-                self.pose_terms(embedding, j), previous[:, : 2 * j], j
-            )
-            z = (joints[:, j : j + 1] - means) * torch.exp(-log_stds)
-            log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
-            total = total + torch.logsumexp(log_weights + log_normal, -1)
-        return total
+        log_weights, means, log_stds = self.teacher_forced_mixtures(embedding, joints)
+        z = (joints[..., None] - means) * torch.exp(-log_stds)
+        log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
+        return torch.logsumexp(log_weights + log_normal, -1).sum(-1)
 
     def sample(
         self,

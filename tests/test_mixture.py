@@ -152,6 +152,27 @@ def test_sampling_splits_each_heads_first_layer_into_its_pose_and_joint_parts():
         torch.testing.assert_close(sampled[:, copy], torch.stack(heaviest, -1))
 
 
+@pytest.mark.parametrize('n_joints', [1, 3])
+def test_training_scores_joints_with_the_mixtures_the_sampler_draws_from(n_joints):
+    # Training evaluates every head at once (teacher forcing); the sampler runs them one by
+    # one: both must give the same mixture, or a model would not sample what it learned.
+    model = tiny_model(n_joints=n_joints)
+    poses, _ = planar_data(6, seed=5)
+    joints = torch.as_tensor(np.random.default_rng(5).uniform(-3, 3, (6, n_joints)))
+    joints = joints.float()
+    embedding = model.trunk(model.normalized_features(poses))
+    expected = torch.zeros(6)
+    for j in range(n_joints):
+        previous = angle_features(joints[:, :j])
+        log_weights, means, log_stds = model.mixture(model.pose_terms(embedding, j), previous, j)
+        normal = torch.distributions.Normal(means, log_stds.exp())
+        expected += torch.logsumexp(log_weights + normal.log_prob(joints[:, j : j + 1]), -1)
+    likelihood = model.log_likelihood(poses, joints)
+    torch.testing.assert_close(likelihood, expected)
+    likelihood.sum().backward()
+    assert all(p.grad is not None for p in model.heads.parameters())
+
+
 def test_component_temperature_sharpens_the_choice_of_component(planar_model):
     poses, _ = planar_data(8, seed=3)
     with torch.no_grad():
