@@ -184,8 +184,10 @@ def one_thread() -> None:
     import numba
     import torch
 
-    torch.set_num_threads(1)
+    # numba first: launching its OpenMP threading layer resets torch's thread count (seen: 1
+    # back to 2 on a 2-core machine), so torch's setting must come after.
     numba.set_num_threads(1)
+    torch.set_num_threads(1)
 
 
 def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
