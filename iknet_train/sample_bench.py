@@ -4,12 +4,13 @@ against a reference set, and speed.
 
 Per test pose: --samples-per-pose raw samples (errors through FK), each refined by the
 Levenberg-Marquardt of the solver stack, then de-duplicated by the branch policy. Diversity: the
-MMD (Gaussian kernel on each joint's cos and sin) between the exact refined samples and a
-reference set of random-restart solutions of the same pose, on --mmd-poses poses; for an arm with
-a closed form (the OM-X), the share of poses whose every closed-form solution inside the limits
-is among the samples. Speed: --samples-per-pose samples and refined solutions of one pose on one
-thread. Writes sample_bench.json, sample_bench.md and sample_bench.png (a fan of sampled arms for
-one pose with its target, and each joint's sampled density).
+MMD (Gaussian kernel on each joint's cos and sin) between the exact refined samples and a reference
+set of random-restart solutions of the same pose, on --mmd-poses poses; for an arm with a closed
+form (the OM-X), the share of poses whose every closed-form solution inside the limits is among the
+samples. Speed: --samples-per-pose samples and refined solutions of one pose on one thread, and the
+raw samples of every pose drawn in batches on --device. Writes sample_bench.json, sample_bench.md
+and sample_bench.png (a fan of sampled arms for one pose with its target, and each joint's sampled
+density).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 import torch
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -56,6 +58,8 @@ logger = logging.getLogger(__name__)
 REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
 # Gaussian kernel width of the MMD on (cos, sin) joint features.
 MMD_BANDWIDTH = 1.0
+# Raw samples drawn per sample() call: bounds the memory of a large --poses x --samples-per-pose.
+BATCH_SAMPLES = 100_000
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='another checkpoint (e.g. a K-head network) whose refined hypotheses get the MMD too',
     )
     parser.add_argument('--seed', type=int, default=0, help='seed of poses and samples')
+    parser.add_argument(
+        '--device',
+        choices=DEVICES,
+        default='auto',
+        help='where the raw samples of every pose are drawn (auto: CUDA when present); the '
+        'one-pose speed is on one CPU thread',
+    )
     parser.add_argument(
         '--out', type=Path, default=Path('sample_bench'), help=f'directory for {REPORT_NAMES}'
     )
@@ -144,15 +155,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     keep = np.linspace(0, len(poses) - 1, min(args.poses, len(poses))).round().astype(int)
     poses = poses[keep]
     count = args.samples_per_pose
-    generator = torch.Generator().manual_seed(args.seed)
-    with torch.inference_mode():
-        raw = np.concatenate(
-            [
-                model.sample(torch.as_tensor(block, dtype=torch.float32), count, temperature,
-                             generator, component_temperature).double().numpy()
-                for block in np.array_split(poses, max(1, len(poses) * count // 100_000))
-            ]
-        )  # fmt: skip
+    raw, batched = batched_samples(model, poses, count, temperatures, args)
     targets = np.repeat(poses[:, None], count, 1)
     raw_position, raw_angle = pose_errors(chain, raw, targets)
     refiner = Refiner(chain, settings)
@@ -194,6 +197,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
                        count, temperatures),
+        'batched': batched,
     }  # fmt: skip
     fan_pose = int(np.argmax(distinct))  # the most distinct solutions (exact samples)
 
@@ -336,6 +340,54 @@ def mmd_squared(a: np.ndarray, b: np.ndarray, a_is_a_set: bool = False) -> float
     return within(x, a_is_a_set) + within(y, False) - 2.0 * float(kernel(x, y).mean())
 
 
+def batched_samples(
+    model: MixtureIKNet,
+    poses: np.ndarray,
+    count: int,
+    temperatures: tuple[float, float],
+    args: argparse.Namespace,
+) -> tuple[np.ndarray, dict]:
+    """count raw samples of each pose (B, count, n) rad, drawn on --device in blocks of about
+    BATCH_SAMPLES, and how fast: samples per second over all blocks, transfers included. The
+    model is back on the CPU afterwards."""
+    device = resolve_device(args.device)
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    blocks = np.array_split(poses, max(1, len(poses) * count // BATCH_SAMPLES))
+    model.to(device)
+    try:
+        with torch.inference_mode():
+            # Once first: a device's first call loads its kernels and libraries.
+            model.sample(torch.as_tensor(poses[:1], dtype=torch.float32, device=device), 1)
+            synchronize(device)
+            started = time.perf_counter()
+            raw = np.concatenate(
+                [
+                    model.sample(torch.as_tensor(block, dtype=torch.float32, device=device),
+                                 count, temperatures[0], generator, temperatures[1])
+                    .double().cpu().numpy()
+                    for block in blocks
+                ]
+            )  # fmt: skip
+            elapsed = time.perf_counter() - started
+    finally:
+        model.to('cpu')
+    figures = {
+        'device': str(device),
+        'threads': torch.get_num_threads() if device.type == 'cpu' else None,
+        'samples': raw.shape[0] * count,
+        'block_samples': max(len(block) for block in blocks) * count,
+        'seconds': elapsed,
+        'samples_per_s': raw.shape[0] * count / elapsed,
+    }
+    return raw, figures
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a host clock times it."""
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
 def speed(
     model: MixtureIKNet,
     refiner: Refiner,
@@ -378,6 +430,10 @@ def format_markdown(report: dict) -> str:
     raw, angle = report['raw_position_error_mm'], report['raw_orientation_error_deg']
     distinct = report['distinct_solutions_per_pose']
     coverage, mmd, speed_ = report['closed_form_coverage'], report['mmd'], report['speed']
+    batched = report['batched']
+    threads = {None: '', 1: ', one thread'}.get(
+        batched['threads'], f', {batched["threads"]} threads'
+    )
     tolerance = report['tolerance']['orientation_rad']
     orientation = '' if tolerance is None else f' and {tolerance:g} rad'
     lines = [
@@ -426,6 +482,9 @@ def format_markdown(report: dict) -> str:
         f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms |',
         f'| {speed_["samples"]} refined samples of one pose, one thread | '
         f'{speed_["sample_and_refine_ms"]:.1f} ms |',
+        f'| all {batched["samples"]} raw samples, blocks of {batched["block_samples"]}, on '
+        f'{batched["device"]}{threads} | {batched["seconds"] * 1e3:.1f} ms, '
+        f'{batched["samples_per_s"]:,.0f} samples/s |',
         '',
     ]
     return '\n'.join(lines)

@@ -243,6 +243,7 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
         '--model', str(path), '--samples', '50', '--poses', '10',
         '--samples-per-pose', '64', '--mmd-poses', '3', '--reference-solutions', '50',
         '--position-only', '--compare-model', str(heads_path), '--out', str(tmp_path / 'out'),
+        '--device', 'cpu',
     ]  # fmt: skip
     assert main(argv) == 0
     report = json.loads((tmp_path / 'out' / 'sample_bench.json').read_text())
@@ -256,7 +257,12 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert abs(mmd['samples_to_reference']) < 0.05
     assert math.isfinite(mmd['compare_model_to_reference'])
     assert (tmp_path / 'out' / 'sample_bench.png').stat().st_size > 10_000
-    assert 'refined samples exact' in capsys.readouterr().out
+    batched = report['batched']
+    assert batched['device'] == 'cpu' and batched['threads'] == 1
+    assert batched['samples'] == 10 * 64 and batched['samples_per_s'] > 0
+    out = capsys.readouterr().out
+    assert 'refined samples exact' in out
+    assert 'all 640 raw samples, blocks of 640, on cpu, one thread' in out
 
 
 def test_sample_bench_refuses_a_model_that_does_not_sample(tmp_path, capsys):
