@@ -292,9 +292,7 @@ def follow_path(
             if found is not None:
                 candidate, candidate_errors = found
                 smooth(candidate, candidate_errors, stopped=False)
-                if _largest_step(candidate) < _largest_step(path):
-                    return candidate, candidate_errors
-                break
+                return _lower_largest_step(candidate, candidate_errors, path, path_errors)
         return path, path_errors
 
     found = search(SEARCH_WIDTH) if rescue and failed < count and reachable(failed) else None
@@ -322,8 +320,7 @@ def follow_path(
         if _stands_out(joints, PEAK_FACTOR):
             candidate, candidate_errors = joints.copy(), errors.copy()
             smooth(candidate, candidate_errors, stopped=False, peak_power=PEAK_POWER)
-            if _largest_step(candidate) < _largest_step(joints):
-                joints, errors = candidate, candidate_errors
+            joints, errors = _lower_largest_step(candidate, candidate_errors, joints, errors)
     if smoothing_passes > 0:
         mend_spikes(
             joints[:failed], positions, rotations, arrays.joints, arrays.tip, bounds,
@@ -474,6 +471,16 @@ def joint_steps(joints: np.ndarray) -> np.ndarray:
 
 def _largest_step(joints: np.ndarray) -> float:
     return float(joint_steps(joints).max(initial=0.0))
+
+
+def _lower_largest_step(
+    candidate: np.ndarray, candidate_errors: np.ndarray, path: np.ndarray, errors: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate path and its errors where its largest step is smaller than path's; else
+    path and its errors: each later stage keeps only what lowers the largest step."""
+    if _largest_step(candidate) < _largest_step(path):
+        return candidate, candidate_errors
+    return path, errors
 
 
 def _stands_out(joints: np.ndarray, factor: float) -> bool:
