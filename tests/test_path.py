@@ -508,6 +508,7 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     generating = path.joint_steps(curve).max()
     mended = follow_path(ur5, targets, curve[0])
     monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
+    monkeypatch.setattr(path, 'other_branches', lambda *arguments: [])  # the spike's twin too
     followed = follow_path(ur5, targets, curve[0])
     assert path.joint_steps(followed.joints).max() > 2.0 * generating
     assert np.abs(followed.joints[45] - curve[45]).max() > 0.2
@@ -516,6 +517,50 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     # follower keeps the start's elbow, a hundredth of a radian or two off.
     assert np.abs(mended.joints[:40] - curve[:40]).max() < 0.05
     assert np.abs(mended.joints[40:] - curve[40:]).max() < 1e-3
+
+
+def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_singularity(
+    monkeypatch,
+):
+    from iknet_core.solvers import path
+
+    # OM-X path 181 of 200 random ones (seed 1): the curve turns the elbow through straight
+    # near waypoint 76 and the follower comes out on the other side, where the elbow joint
+    # reaches its limit at waypoint 87.
+    curve = smooth_joint_paths(OMX_CHAIN, count=200, waypoints=100, seed=1)[181]
+    targets = pose_from_joints(OMX_CHAIN, curve)
+    result = follow_path(OMX_CHAIN, targets, curve[0])
+    assert_followed_within_the_step_bar(OMX_CHAIN, result, curve)
+    np.testing.assert_allclose(result.joints, curve, atol=0.02)  # the curve's branch
+    monkeypatch.setattr(path, 'other_branches', lambda *arguments: [])
+    kept = follow_path(OMX_CHAIN, targets, curve[0])
+    assert kept.failed_at == 87
+    assert 'reachable only on another branch' in kept.reason
+
+
+def test_the_twins_of_a_path_near_a_singularity_are_exact_and_within_a_step():
+    from iknet_core.solvers import kernels
+    from iknet_core.solvers.path_branches import other_branches
+
+    curve = smooth_joint_paths(OMX_CHAIN, count=200, waypoints=100, seed=1)[181]
+    positions, rotations = forward_kinematics(OMX_CHAIN, curve)
+    arrays = kernels.ChainArrays.from_chain(OMX_CHAIN)
+    bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
+    settings = SolverSettings()
+    twins = list(other_branches(curve, positions, rotations, arrays, bounds, settings, 0.25))
+    assert twins
+    compiled = kernels.CompiledChain(OMX_CHAIN)
+    for waypoint, twin in twins:
+        position_error, orientation_error = compiled.pose_errors(
+            twin[None], positions[waypoint : waypoint + 1], rotations[waypoint : waypoint + 1]
+        )
+        assert settings.tolerance.met(position_error, orientation_error).all()
+        assert np.abs(twin - curve[waypoint - 1]).max() <= 0.25
+        assert np.abs(twin - curve[waypoint]).max() >= settings.duplicate_tolerance
+    # Around the elbow's pass through straight (waypoint 76), and nothing for a path of one.
+    assert any(abs(waypoint - 76) <= 4 for waypoint, _ in twins)
+    assert not list(other_branches(curve[:1], *(a[:1] for a in (positions, rotations)), arrays,
+                                   bounds, settings, 0.25))  # fmt: skip
 
 
 def test_a_waypoint_off_between_its_neighbours_is_solved_again_from_their_midpoint():

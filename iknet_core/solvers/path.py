@@ -6,8 +6,11 @@ at its last velocity), with the joints clamped to the software limits and never 
 steps from the previous solution stay on its branch. Arms with joints to spare keep them near
 the previous waypoint and off their limits; where the path still stops short of a waypoint, it
 is followed again with the joints near a limit pulled harder, and where it stops even so, their
-self-motion is searched (path_search). A waypoint that can only be reached with a jump (a branch
-change, a turn through a singularity) or not at all stops the path there, with the reason. The
+self-motion is searched (path_search). On an arm with no joints to spare, a path that stops or
+has a step standing out takes the other branch where it passed close by a singularity, if that
+gets further (path_branches). A waypoint that can only be reached with a jump (a branch change
+away from a singularity, a turn through one) or not at all stops the path there, with the
+reason. The
 whole path is one compiled call (a per-waypoint call from Python would cost more than the
 refinement).
 """
@@ -26,6 +29,7 @@ from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_an
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
+from iknet_core.solvers.path_branches import other_branches
 from iknet_core.solvers.path_search import SEARCH_OFFSETS, SEARCH_WIDTH, search_path
 from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, mend_spikes, smooth_path
 from iknet_core.solvers.policy import joint_bounds
@@ -104,9 +108,9 @@ PEAK_POWER = 2.0
 # is smaller (path_smoothing.mend_spikes): near a singularity two branches come close, and the
 # follower can take one waypoint on the other and come back on the next step. On 200 random UR5
 # paths, those followed within 1.5x their curve's largest step went from 98.5 to 99.5 % (96.0 to
-# 98.5 and 94.0 to 97.5 % on two other 200; the rest but 2 are stopped where the curve leaves
-# the start's branch); the Panda's from 99.0, 98.0 and 97.5 to 99.0, 98.5 and 97.5 %; the rate
-# is the same.
+# 98.5 and 94.0 to 97.5 % on two other 200; most of the rest stopped where the curve left the
+# start's branch at a singularity, which path_branches now follows); the Panda's from 99.0, 98.0
+# and 97.5 to 99.0, 98.5 and 97.5 %; the rate is the same.
 MEND_FACTOR = 1.5
 
 
@@ -229,22 +233,45 @@ def follow_path(
     count = len(positions)
     kernel_settings = settings.kernel()
 
-    def follow(pull: float, near_limits: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    def follow(
+        pull: float, near_limits: bool, first: int = 0, first_joints: np.ndarray = start
+    ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """The path followed from targets[first] on, from first_joints (n,); the waypoints
+        before first are left for the caller (NaN, not tried)."""
         joints = np.full((count, chain.n_joints), np.nan)
         errors = np.full((count, 2), np.nan)
         status = np.full(count, NOT_TRIED, dtype=np.int64)
         failed = _follow(
-            start, positions, rotations, arrays.joints, arrays.tip, bounds, kernel_settings,
-            float(max_step), pull, near_limits, joints, errors, status,
+            first_joints, positions[first:], rotations[first:], arrays.joints, arrays.tip,
+            bounds, kernel_settings, float(max_step), pull, near_limits, joints[first:],
+            errors[first:], status[first:],
         )  # fmt: skip
-        return failed, joints, errors, status
+        return first + failed, joints, errors, status
 
     failed, joints, errors, status = follow(LIMIT_PULL, False)
+    spare = chain.n_joints > settings.task_dimensions
+    if (
+        not spare
+        and smoothing_passes > 0
+        and (failed < count or _stands_out(joints, SPIKE_FACTOR))
+    ):
+        # Near a singularity the start's branch meets another (path_branches): each twin
+        # followed on from, after the path's own waypoints before it.
+        path, path_errors, path_status = joints, errors, status
+        for first, twin in other_branches(
+            path[:failed], positions, rotations, arrays, bounds, settings, max_step
+        ):
+            retry = follow(LIMIT_PULL, False, first, twin)
+            for part, before in zip(retry[1:], (path, path_errors, path_status), strict=True):
+                part[:first] = before[:first]
+            if _goes_further(retry[0], retry[1], failed, joints, count):
+                failed, joints, errors, status = retry
+                if failed == count and not _stands_out(joints, CAP_FACTOR):
+                    break  # followed, no step standing out: the rest would cost for little
     # Joints to spare, and the path stopped at a waypoint the arm can reach inside its limits
     # (else nothing below could get past it; checking costs a few restarts): the retries, while
     # it stops short of a waypoint (pulling joints off their limits does not undo a jump), then
     # the search of the self-motion (path_search), which takes jumps too.
-    spare = chain.n_joints > settings.task_dimensions
 
     @functools.cache  # asked again after the retries, often for the same waypoint
     def reachable(waypoint: int) -> bool:
@@ -481,6 +508,16 @@ def _lower_largest_step(
     if _largest_step(candidate) < _largest_step(path):
         return candidate, candidate_errors
     return path, errors
+
+
+def _goes_further(
+    failed: int, joints: np.ndarray, failed_before: int, before: np.ndarray, count: int
+) -> bool:
+    """Whether a path that stops at failed (count: not at all) beats the one before: it gets
+    further, or both reach the end and its largest step is smaller."""
+    if failed != failed_before:
+        return failed > failed_before
+    return failed == count and _largest_step(joints) < _largest_step(before)
 
 
 def _stands_out(joints: np.ndarray, factor: float) -> bool:
