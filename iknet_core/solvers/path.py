@@ -217,10 +217,11 @@ def follow_path(
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
-    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), and
-    on any arm the mending of single waypoints off their neighbours (MEND_FACTOR); 0: the
-    waypoints as followed, neither smoothed nor searched nor mended. ValueError naming the
-    problem for an empty path, non-finite values or joints outside the limits."""
+    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), on
+    an arm with none to spare the twins near a singularity (path_branches), and on any arm the
+    mending of single waypoints off their neighbours (MEND_FACTOR); 0: the waypoints as
+    followed, neither smoothed nor searched nor taken on a twin nor mended. ValueError naming
+    the problem for an empty path, non-finite values or joints outside the limits."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
     if max_step is None:
