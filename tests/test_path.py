@@ -538,6 +538,16 @@ def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_
     assert 'reachable only on another branch' in kept.reason
 
 
+def test_alternative_paths_try_a_stopped_starts_twins_where_no_start_gets_through():
+    # The OM-X path above: its start's branch stops at waypoint 87, its twin gets through.
+    curve = smooth_joint_paths(OMX_CHAIN, count=200, waypoints=100, seed=1)[181]
+    targets = pose_from_joints(OMX_CHAIN, curve)
+    stopped = follow_path(OMX_CHAIN, targets, curve[0], twins_where_stopped=False)
+    assert stopped.failed_at == 87
+    (alone,) = alternative_paths(OMX_CHAIN, targets, curve[:1])
+    assert_followed_within_the_step_bar(OMX_CHAIN, alone, curve)
+
+
 def test_the_twins_of_a_path_near_a_singularity_are_exact_and_within_a_step():
     from iknet_core.solvers import kernels
     from iknet_core.solvers.path_branches import other_branches
