@@ -165,7 +165,11 @@ def alternative_paths(
         follow_path(chain, targets, start, settings, max_step, twins_where_stopped=False)
         for start in starts
     ]
-    if not any(result.success for result in results):
+    # An arm with joints to spare (on these targets: positions are position-only) has no twins
+    # to try, and a second pass would only repeat the first.
+    _, _, path_settings = _check_targets(targets, settings)
+    spare = chain.n_joints > path_settings.task_dimensions
+    if not spare and not any(result.success for result in results):
         results = [follow_path(chain, targets, start, settings, max_step) for start in starts]
     count = len(results[0].joints)
 

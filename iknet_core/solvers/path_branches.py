@@ -109,7 +109,8 @@ def _refined(
     kernel_settings: tuple,
 ) -> np.ndarray:
     """The seeds (k, n) that refinement takes to the target, refined (m, n); a seed is given up
-    once its cost stops falling (one near the twin converges in a few iterations)."""
+    once its cost stops falling (one near the twin converges in a few iterations). The kernel
+    itself, not Refiner: the path's bounds clamp every joint and never wrap."""
     joints = np.ascontiguousarray(seeds, dtype=np.float64)
     count = len(joints)
     converged = np.empty(count, dtype=np.bool_)
