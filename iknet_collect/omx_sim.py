@@ -1,8 +1,9 @@
 """`ros2 run iknet omx_sim`: a simulated OM-X that behaves like the legacy ROBOTIS controller.
 
 Publishes /joint_states, /kinematics_pose and /states from a wall timer, serves
-/goal_joint_space_path and /set_actuator_state, and follows /arm_controller/joint_trajectory like
-the newer ros2_control stacks. With torque off it plays a person moving the arm by hand.
+/goal_joint_space_path and /set_actuator_state, and follows /arm_controller/joint_trajectory and
+the /arm_controller/follow_joint_trajectory action like the newer ros2_control stacks. With torque
+off it plays a person moving the arm by hand.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from iknet_collect.joint_goals import GoalRejectedError, joint_goal, path_time
 from iknet_collect.legacy_pose import legacy_pose
 from iknet_collect.motion import Trajectory
 from iknet_collect.params import declare
+from iknet_collect.trajectory_action import TrajectoryActionServer
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_ros.node_runtime import run_node
 
@@ -70,6 +72,11 @@ class OmxSim(Node):
         self.create_subscription(
             JointTrajectory, 'arm_controller/joint_trajectory', self.on_trajectory, 10
         )
+        self.trajectory_action = TrajectoryActionServer(
+            self, 'arm_controller/follow_joint_trajectory', OMX_CHAIN,
+            plan=self._follow, move=self._move, moving=lambda: self.motion,
+            present=self.present, now=self.now,
+        )  # fmt: skip
         self.create_timer(1.0 / rate_hz, self.publish)
         mode = 'holding position' if self.torque else 'hand-guided (torque off)'
         self.get_logger().info(f'simulated OM-X at {rate_hz:g} Hz, seed {seed}, {mode}')
@@ -151,15 +158,18 @@ class OmxSim(Node):
 
     def on_trajectory(self, message: JointTrajectory) -> None:
         try:
-            self._require_torque()
             self.motion = self._follow(message)
         except GoalRejectedError as error:
             self.get_logger().warning(f'joint trajectory refused: {error}')
             return
         self.get_logger().info(f'following a trajectory of {len(message.points)} points')
 
+    def _move(self, motion: Trajectory) -> None:
+        self.motion = motion
+
     def _follow(self, message: JointTrajectory) -> Trajectory:
         """The trajectory through the message's points, timed from its stamp (0: now)."""
+        self._require_torque()
         if not message.points:
             raise GoalRejectedError('trajectory has no points')
         now = self.now()

@@ -1,5 +1,6 @@
 """Ways to send joint goals to the arm: the legacy ROBOTIS service, a ros2_control trajectory
-topic, or nowhere. Each reports whether the goal was accepted, with a reason when it was not.
+controller (its FollowJointTrajectory action, or its topic), or nowhere. Each reports whether the
+goal was accepted, with a reason when it was not.
 
 `command` is a coroutine: the server's single executor thread keeps answering IK requests while
 a move waits for the controller.
@@ -11,13 +12,18 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
+from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
+from rclpy.action import ActionClient
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 COMMAND_INTERFACES = ('legacy', 'trajectory', 'none')
+# How long (s) a trajectory controller's action may come up after its topic did (discovery finds
+# a controller's endpoints together, but a loaded machine spreads them out).
+ACTION_GRACE_S = 1.0
 
 
 class ArmCommander(Protocol):
@@ -117,27 +123,87 @@ async def first_done(
 
 
 class TrajectoryCommander:
-    """A one-point JointTrajectory for a ros2_control JointTrajectoryController."""
+    """Trajectories for a ros2_control JointTrajectoryController: a goal of its
+    FollowJointTrajectory action where the controller serves one (the result is logged when it
+    comes), else a message on its JointTrajectory topic. A joint goal is a one-point trajectory.
+    """
 
-    def __init__(self, node: Node, topic: str) -> None:
+    def __init__(self, node: Node, topic: str, action: str, timeout_s: float) -> None:
+        self._node = node
+        self._group = ReentrantCallbackGroup()  # as LegacyCommander's
         self._publisher = node.create_publisher(JointTrajectory, topic, 10)
+        self._action = None
+        try:
+            from control_msgs.action import FollowJointTrajectory
+        except ImportError:  # no control_msgs: the topic only
+            action = ''
+        if action:
+            self._goal_type = FollowJointTrajectory.Goal
+            self._action = ActionClient(
+                node, FollowJointTrajectory, action, callback_group=self._group
+            )
+        self._action_name = action
+        self._timeout_s = timeout_s
+        self._topic_only = False  # the topic answered and the action never did
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
-        if self._publisher.get_subscription_count() == 0:
-            return False, f'nothing subscribes to {self._publisher.topic_name}'
         point = JointTrajectoryPoint(
             positions=[float(p) for p in positions], time_from_start=duration_msg(path_time)
         )
-        self._publisher.publish(JointTrajectory(joint_names=list(names), points=[point]))
-        return True, f'published on {self._publisher.topic_name}'
+        return await self.follow(JointTrajectory(joint_names=list(names), points=[point]))
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
-        if self._publisher.get_subscription_count() == 0:
-            return False, f'nothing subscribes to {self._publisher.topic_name}'
-        self._publisher.publish(trajectory)
-        return True, f'published on {self._publisher.topic_name}'
+        route = await self._route()
+        if route == 'action':
+            return await self._send_goal(trajectory)
+        if route == 'topic':
+            self._publisher.publish(trajectory)
+            return True, f'published on {self._publisher.topic_name}'
+        action = f'no {self._action_name} action server and ' if self._action else ''
+        return False, f'{action}nothing subscribes to {self._publisher.topic_name}'
+
+    async def _route(self) -> str:
+        """'action', 'topic' or '' (neither came up within the timeout). A controller started
+        together with the server may still be in discovery; where the topic has a subscriber
+        but the action has no server yet, the action gets ACTION_GRACE_S more (once)."""
+        deadline = time.monotonic() + self._timeout_s
+        topic_since = None
+        while True:
+            if self._action is not None and self._action.server_is_ready():
+                return 'action'
+            now = time.monotonic()
+            if self._publisher.get_subscription_count() > 0:
+                topic_since = now if topic_since is None else topic_since
+                if self._action is None or self._topic_only or now - topic_since > ACTION_GRACE_S:
+                    self._topic_only = self._action is not None
+                    return 'topic'
+            if now > deadline:
+                return 'topic' if topic_since is not None else ''
+            await first_done(self._node, self._group, None, 0.05)
+
+    async def _send_goal(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        name = self._action_name
+        sent = self._action.send_goal_async(self._goal_type(trajectory=trajectory))
+        if not await first_done(self._node, self._group, sent, self._timeout_s):
+            return False, f'{name} did not answer the goal within {self._timeout_s} s'
+        handle = sent.result()
+        if not handle.accepted:
+            return False, f'{name} rejected the trajectory (its controller logs why)'
+        handle.get_result_async().add_done_callback(self._log_result)
+        return True, f'sent to {name}'
+
+    def _log_result(self, future: Future) -> None:
+        answer = future.result()
+        result, logger = answer.result, self._node.get_logger()
+        if answer.status == GoalStatus.STATUS_SUCCEEDED:
+            logger.info(f'{self._action_name}: trajectory done')
+        else:
+            logger.warning(
+                f'{self._action_name}: trajectory not done (goal status {answer.status}, '
+                f'error_code {result.error_code}): {result.error_string}'
+            )
 
 
 class NoCommander:
@@ -163,12 +229,12 @@ def duration_msg(seconds: float) -> Duration:
 
 
 def make_commander(
-    node: Node, interface: str, service: str, topic: str, timeout_s: float
+    node: Node, interface: str, service: str, topic: str, action: str, timeout_s: float
 ) -> ArmCommander:
     if interface == 'legacy':
         return LegacyCommander(node, service, timeout_s)
     if interface == 'trajectory':
-        return TrajectoryCommander(node, topic)
+        return TrajectoryCommander(node, topic, action, timeout_s)
     if interface == 'none':
         return NoCommander()
     raise ValueError(f'command_interface {interface!r} is not one of {COMMAND_INTERFACES}')

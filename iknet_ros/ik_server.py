@@ -64,6 +64,7 @@ class IKServer(Node):
             config.command_interface,
             config.goal_joint_space_path_service,
             config.joint_trajectory_topic,
+            config.follow_joint_trajectory_action,
             config.command_timeout,
         )
         self.create_service(

@@ -33,6 +33,7 @@ class ServerConfig:
     command_interface: str = 'legacy'
     goal_joint_space_path_service: str = '/goal_joint_space_path'
     joint_trajectory_topic: str = '/arm_controller/joint_trajectory'
+    follow_joint_trajectory_action: str = '/arm_controller/follow_joint_trajectory'
     joint_states_topic: str = '/joint_states'
     command_timeout: float = 2.0
 
@@ -66,6 +67,10 @@ DESCRIPTIONS = {
     'command_interface': f'how goal_task_space_path moves the arm: one of {COMMAND_INTERFACES}',
     'goal_joint_space_path_service': 'SetJointPosition service of the legacy controller',
     'joint_trajectory_topic': 'JointTrajectory topic of a ros2_control arm controller',
+    'follow_joint_trajectory_action': (
+        "that controller's FollowJointTrajectory action, used instead of the topic where it is "
+        "served; '' = the topic only"
+    ),
     'joint_states_topic': 'joint states used to seed moves, so the arm keeps its branch',
     'command_timeout': 'seconds to wait for the arm controller to accept a goal',
 }

@@ -194,3 +194,84 @@ def test_joint_trajectory_is_followed(processes, ros, tmp_path):
     sim.trajectory.publish(message)
     sim.settle(1.3)
     np.testing.assert_allclose(sim.arm(), [0.5, -1.05, 0.35, -0.3], atol=RAD_PER_TICK)
+
+
+def _trajectory(names: list[str], timed_positions) -> JointTrajectory:
+    message = JointTrajectory(joint_names=names)
+    for seconds, positions in timed_positions:
+        point = JointTrajectoryPoint(positions=positions)
+        point.time_from_start.sec = int(seconds)
+        point.time_from_start.nanosec = round(seconds % 1 * 1e9)
+        message.points.append(point)
+    return message
+
+
+def test_follow_joint_trajectory_action_follows_rejects_and_cancels(processes, ros, tmp_path):
+    """The simulator's FollowJointTrajectory action, as a ros2_control controller serves it."""
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    from rclpy.action import ActionClient
+
+    start_sim(processes, tmp_path, seed=0)
+    sim = SimClient(ros)
+    sim.arm()
+    name = 'arm_controller/follow_joint_trajectory'
+    client = ActionClient(sim.node, FollowJointTrajectory, name)
+    assert ros.spin_until(client.server_is_ready, 20.0), 'no FollowJointTrajectory server'
+
+    def send(trajectory: JointTrajectory, feedback: list | None = None):
+        sent = client.send_goal_async(
+            FollowJointTrajectory.Goal(trajectory=trajectory),
+            feedback_callback=None if feedback is None else feedback.append,
+        )
+        assert ros.spin_until(sent.done, 10.0), 'the goal was not answered'
+        return sent.result()
+
+    # Followed to the end: feedback on the way, the result when the arm is at the last point.
+    feedback: list = []
+    goal = [0.3, -0.2, 0.4, 0.5]
+    trajectory = _trajectory(OMX_CHAIN.joint_names, [(0.3, HOME.tolist()), (0.9, goal)])
+    handle = send(trajectory, feedback)
+    assert handle.accepted
+    result = handle.get_result_async()
+    assert ros.spin_until(result.done, 10.0), 'no result'
+    assert result.result().status == GoalStatus.STATUS_SUCCEEDED
+    assert result.result().result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
+    assert feedback and feedback[-1].feedback.joint_names == OMX_CHAIN.joint_names
+    sim.settle(0.2)
+    np.testing.assert_allclose(sim.arm(), goal, atol=RAD_PER_TICK)
+
+    # Rejected: times that do not increase, an unknown joint, a goal outside the limits.
+    for bad in (
+        _trajectory(['joint1'], [(0.5, [0.1]), (0.5, [0.2])]),
+        _trajectory(['elbow'], [(0.5, [0.1])]),
+        _trajectory(['joint2'], [(0.5, [1.6])]),
+        _trajectory(['joint1'], []),
+    ):
+        assert not send(bad).accepted
+
+    # Canceled halfway: the arm holds where it was, short of the goal.
+    handle = send(_trajectory(['joint1'], [(3.0, [-0.5])]))
+    assert handle.accepted
+    sim.settle(1.0)
+    canceling = handle.cancel_goal_async()
+    assert ros.spin_until(canceling.done, 10.0)
+    result = handle.get_result_async()
+    assert ros.spin_until(result.done, 10.0)
+    assert result.result().status == GoalStatus.STATUS_CANCELED
+    held = sim.arm()
+    sim.settle(0.5)
+    np.testing.assert_allclose(sim.arm(), held, atol=RAD_PER_TICK)
+    assert -0.45 < held[0] < 0.25, held
+
+    # Replaced by a newer goal: the first one is aborted, the second followed.
+    first = send(_trajectory(['joint1'], [(2.0, [0.6])]))
+    second = send(_trajectory(['joint1'], [(0.5, [0.0])]))
+    assert first.accepted and second.accepted
+    results = first.get_result_async(), second.get_result_async()
+    assert ros.spin_until(lambda: all(r.done() for r in results), 10.0)
+    assert results[0].result().status == GoalStatus.STATUS_ABORTED
+    assert 'replaced' in results[0].result().result.error_string
+    assert results[1].result().status == GoalStatus.STATUS_SUCCEEDED
+    sim.settle(0.2)
+    assert abs(sim.arm()[0]) <= RAD_PER_TICK

