@@ -262,14 +262,14 @@ def test_smoothing_brings_a_panda_paths_largest_step_near_its_generating_curves(
     assert np.median(ratios[3]) < min(1.15, np.median(ratios[0]))
 
 
-def random_panda_path(count: int, index: int):
-    """The Panda and path index of count random smooth paths (seed 0): its curve and poses."""
+def random_panda_path(count: int, index: int, seed: int = 0):
+    """The Panda and path index of count random smooth paths (seed): its curve and poses."""
     from iknet_core.kinematics.robots import example_robots_dir, named_chain
 
     if example_robots_dir() is None:
         pytest.skip('example-robot-data is not installed')
     panda = named_chain('panda')
-    curve = smooth_joint_paths(panda, count=count, waypoints=100, seed=0)[index]
+    curve = smooth_joint_paths(panda, count=count, waypoints=100, seed=seed)[index]
     return panda, curve, pose_from_joints(panda, curve)
 
 
@@ -313,17 +313,43 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
     search = path.search_path
 
     def unlinked(*arguments):
-        searched.append(True)
+        searched.append(arguments[9].tolist())  # the offsets
         return 0  # as if no waypoint could be linked
 
     monkeypatch.setattr(path, 'search_path', unlinked)
     stopped = follow_path(panda, targets, curve[0])
-    assert not stopped.success and searched == [True]
+    assert not stopped.success
+    assert searched == [path.SEARCH_OFFSETS.tolist(), path.WIDER_SEARCH_OFFSETS.tolist()]
     assert 'not reached from the previous one' in stopped.reason
     monkeypatch.setattr(path, 'search_path', search)
     result = follow_path(panda, targets, curve[0])
     assert_followed_exactly_inside_the_limits(panda, result)
     assert np.abs(result.joints[0] - curve[0]).max() <= result.max_step
+
+
+def test_a_path_the_first_search_cannot_link_is_searched_again_with_wider_offsets(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 58 of these 200 (seed 4) stops at waypoint 16 after every retry and the first search.
+    panda, curve, targets = random_panda_path(200, 58, seed=4)
+    monkeypatch.setattr(path, 'WIDER_SEARCH_OFFSETS', path.SEARCH_OFFSETS)
+    stopped = follow_path(panda, targets, curve[0])
+    assert stopped.failed_at == 16, stopped.reason
+    monkeypatch.undo()
+    assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
+
+
+def test_a_stop_restarts_only_come_near_counts_as_within_reach_and_is_searched(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 10 of these 200 (seed 9) stops at waypoint 80, which restarts inside the limits get
+    # to within 4.5e-6 m of but not within the tolerance; the search links the path whole.
+    panda, curve, targets = random_panda_path(200, 10, seed=9)
+    monkeypatch.setattr(path, 'REACH_SLACK', 1.0)
+    stopped = follow_path(panda, targets, curve[0])
+    assert stopped.failed_at == 80, stopped.reason
+    monkeypatch.undo()
+    assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
 
 
 def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
@@ -679,12 +705,13 @@ def test_retries_and_the_search_are_only_for_reachable_stops_on_arms_with_joints
     assert result.failed_at == 0 and 'waypoint 0 is not reached' in result.reason
     assert passes == [False] and searches == []
     # A jump at a reachable waypoint is not retried (pulling joints off their limits would not
-    # undo it) but searched; here no path within the bound exists, so it stays a jump.
+    # undo it) but searched, with both offset sets; here no path within the bound exists, so it
+    # stays a jump.
     passes.clear()
     line = np.array([[0.2, -0.05, 0.12], [0.2, 0.05, 0.12]])
     jumped = follow_path(OMX_CHAIN, line, np.zeros(4), max_step=1e-3)
     assert jumped.status[jumped.failed_at] == 'jumped' and passes == [False]
-    assert searches == [True]
+    assert searches == [True, True]
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,10 @@ SEARCH_WIDTH = 16
 # retry left stopped, 0.1 linked all 9 at ~17 ms each; 0.05 or 0.2 linked 8, and two sizes
 # (0.05 and 0.2) all 9 at ~28 ms.
 SEARCH_OFFSETS = np.array([0.1])
+# Where those leave a path stopped, a second search with two sizes: on 2,400 other random Panda
+# paths (iknet-path-bench seeds 4 to 15), 3 stopped after a search with SEARCH_OFFSETS alone, and
+# these linked all 3 (~28 ms a path).
+WIDER_SEARCH_OFFSETS = np.array([0.05, 0.2])
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
 SEARCH_DIRECTIONS = 2
