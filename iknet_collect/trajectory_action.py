@@ -1,7 +1,9 @@
 """The simulator's FollowJointTrajectory action, as a ros2_control JointTrajectoryController
 serves it: a goal it cannot follow is rejected (the reason logged), a new goal or command
-replaces the one being followed (which is aborted), a cancel holds the arm where it is, and the
-result comes when the trajectory has ended (the simulated arm ends exactly at its last point)."""
+replaces the one being followed, a cancel holds the arm where it is at once, and the result comes
+when the trajectory has ended (the simulated arm ends exactly at its last point). A replaced goal
+ends ABORTED (a JointTrajectoryController reports it CANCELED; rclpy lets an executing goal that
+was not asked to cancel end only as succeeded or aborted)."""
 
 from __future__ import annotations
 
@@ -48,11 +50,21 @@ class TrajectoryActionServer:
         self._plan, self._move, self._moving = plan, move, moving
         self._present, self._now = present, now
         self._group = ReentrantCallbackGroup()
+        self._following: tuple[ServerGoalHandle, Trajectory] | None = None
         self._server = ActionServer(
             node, FollowJointTrajectory, name, self._execute,
-            goal_callback=self._check, cancel_callback=lambda _: CancelResponse.ACCEPT,
-            callback_group=self._group,
+            goal_callback=self._check, cancel_callback=self._cancel, callback_group=self._group,
         )  # fmt: skip
+
+    def _cancel(self, handle: ServerGoalHandle) -> CancelResponse:
+        """Hold the arm now if it still follows this goal; the goal ends when _execute next
+        looks."""
+        if self._following is not None:
+            following, motion = self._following
+            if following is handle and self._moving() is motion:
+                held, _ = self._present()
+                self._move(Trajectory(held))
+        return CancelResponse.ACCEPT
 
     def _check(self, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
@@ -71,19 +83,18 @@ class TrajectoryActionServer:
             handle.abort()
             return Result(error_code=Result.INVALID_GOAL, error_string=str(error))
         self._move(motion)
+        self._following = handle, motion
         self._node.get_logger().info(
             f'following a FollowJointTrajectory goal of {len(goal.trajectory.points)} points'
         )
         while True:
-            if self._moving() is not motion:  # another goal or command took the arm
-                handle.abort()
-                replaced = 'replaced by a newer goal or command'
-                return Result(error_code=Result.INVALID_GOAL, error_string=replaced)
-            if handle.is_cancel_requested:
-                held, _ = self._present()
-                self._move(Trajectory(held))
+            if handle.is_cancel_requested:  # the arm was held when the cancel came
                 handle.canceled()
                 return Result(error_code=Result.SUCCESSFUL, error_string='canceled: holding')
+            if self._moving() is not motion:
+                handle.abort()
+                replaced = 'replaced: the arm took a newer goal, a joint goal or torque off'
+                return Result(error_code=Result.INVALID_GOAL, error_string=replaced)
             now = self._now()
             handle.publish_feedback(self._feedback(names, motion, now))
             if now >= motion.end_time:

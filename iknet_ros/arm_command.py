@@ -24,6 +24,10 @@ COMMAND_INTERFACES = ('legacy', 'trajectory', 'none')
 # How long (s) a trajectory controller's action may come up after its topic did (discovery finds
 # a controller's endpoints together, but a loaded machine spreads them out).
 ACTION_GRACE_S = 1.0
+GOAL_STATUS_NAMES = {
+    GoalStatus.STATUS_CANCELED: 'canceled',
+    GoalStatus.STATUS_ABORTED: 'aborted',
+}
 
 
 class ArmCommander(Protocol):
@@ -135,7 +139,11 @@ class TrajectoryCommander:
         self._action = None
         try:
             from control_msgs.action import FollowJointTrajectory
-        except ImportError:  # no control_msgs: the topic only
+        except ImportError:
+            if action:
+                node.get_logger().warning(
+                    f'control_msgs is not installed: {action} is not used, only {topic}'
+                )
             action = ''
         if action:
             self._goal_type = FollowJointTrajectory.Goal
@@ -180,29 +188,46 @@ class TrajectoryCommander:
                     self._topic_only = self._action is not None
                     return 'topic'
             if now > deadline:
-                return 'topic' if topic_since is not None else ''
+                if topic_since is None:
+                    return ''
+                self._topic_only = self._action is not None
+                return 'topic'
             await first_done(self._node, self._group, None, 0.05)
 
     async def _send_goal(self, trajectory: JointTrajectory) -> tuple[bool, str]:
         name = self._action_name
         sent = self._action.send_goal_async(self._goal_type(trajectory=trajectory))
         if not await first_done(self._node, self._group, sent, self._timeout_s):
-            return False, f'{name} did not answer the goal within {self._timeout_s} s'
+            # Reported as not executed, so an answer that comes late must not move the arm.
+            sent.add_done_callback(self._cancel_late_goal)
+            return False, (
+                f'{name} did not answer the goal within {self._timeout_s} s (a late acceptance '
+                'is canceled)'
+            )
         handle = sent.result()
         if not handle.accepted:
             return False, f'{name} rejected the trajectory (its controller logs why)'
         handle.get_result_async().add_done_callback(self._log_result)
         return True, f'sent to {name}'
 
+    def _cancel_late_goal(self, future: Future) -> None:
+        handle = future.result()
+        if handle is not None and handle.accepted:
+            self._node.get_logger().warning(f'{self._action_name}: canceling a goal accepted late')
+            handle.cancel_goal_async()
+
     def _log_result(self, future: Future) -> None:
         answer = future.result()
-        result, logger = answer.result, self._node.get_logger()
-        if answer.status == GoalStatus.STATUS_SUCCEEDED:
+        logger = self._node.get_logger()
+        if answer is None or answer.status == GoalStatus.STATUS_UNKNOWN:
+            logger.warning(f'{self._action_name}: no result received for the trajectory')
+        elif answer.status == GoalStatus.STATUS_SUCCEEDED:
             logger.info(f'{self._action_name}: trajectory done')
         else:
+            status = GOAL_STATUS_NAMES.get(answer.status, str(answer.status))
             logger.warning(
-                f'{self._action_name}: trajectory not done (goal status {answer.status}, '
-                f'error_code {result.error_code}): {result.error_string}'
+                f'{self._action_name}: trajectory {status} (error_code '
+                f'{answer.result.error_code}): {answer.result.error_string}'
             )
 
 

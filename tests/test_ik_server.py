@@ -238,13 +238,14 @@ def test_position_only_requests_reach_the_position_in_any_orientation(ros, solve
 
 
 def test_trajectory_interface_publishes_the_solution(processes, ros, tmp_path):
-    """command_interface trajectory: one JointTrajectory point, reached after path_time."""
+    """command_interface trajectory with no action: one JointTrajectory point on the topic,
+    reached after path_time."""
     from trajectory_msgs.msg import JointTrajectory
 
     processes.start(
         executable('ik_server'),
         '--ros-args', '-p', 'device:=cpu', '-p', 'command_interface:=trajectory',
-        log=tmp_path / 'server.log',
+        '-p', "follow_joint_trajectory_action:=''", log=tmp_path / 'server.log',
     )  # fmt: skip
     node = ros.node('arm_controller')
     received: list[JointTrajectory] = []
