@@ -389,9 +389,10 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
 
 
 def only_the_searches(monkeypatch, path_module) -> None:
-    """The stages after the searches off (the weighted smoothing, the mending), so what a test
-    of the searches measures is theirs."""
+    """The stages after the spike and capped searches off (the weighted smoothing, the wide
+    search for a jump, the mending), so what a test of those searches measures is theirs."""
     monkeypatch.setattr(path_module, 'PEAK_FACTOR', math.inf)
+    monkeypatch.setattr(path_module, 'JUMP_FACTOR', math.inf)
     monkeypatch.setattr(path_module, 'MEND_FACTOR', math.inf)
 
 
