@@ -72,7 +72,8 @@ RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 # restarts inside the limits, from the start joints and from the last waypoint reached, gets
 # within REACH_SLACK times the tolerance of it (a path leaving the workspace stops in ~5 ms
 # instead of ~40 ms). From the start joints alone, to the tolerance, it missed 2 of the 5
-# waypoints that stopped 2,400 random Panda paths, one by 4.5e-6 m; the search linked both.
+# waypoints that stopped 2,400 random Panda paths (seeds 4 to 15, the default tolerance), one by
+# 4.5e-6 m; the search linked both.
 REACH_SLACK = 100.0
 # A smoothed path on such an arm whose largest joint step is more than SPIKE_FACTOR times its
 # median step (a smooth joint curve's was at most 1.88 times on 400 random Panda curves; paths of

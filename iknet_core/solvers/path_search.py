@@ -33,8 +33,8 @@ SEARCH_WIDTH = 16
 # (0.05 and 0.2) all 9 at ~28 ms.
 SEARCH_OFFSETS = np.array([0.1])
 # Where those leave a path stopped, a second search with two sizes: on 2,400 other random Panda
-# paths (iknet-path-bench seeds 4 to 15), 3 stopped after a search with SEARCH_OFFSETS alone, and
-# these linked all 3 (~28 ms a path).
+# paths (seeds 4 to 15, the default tolerance), 3 stopped after a search with SEARCH_OFFSETS
+# alone, and these linked all 3 (~28 ms a path; at iknet-path-bench's tolerance, 1 stays).
 WIDER_SEARCH_OFFSETS = np.array([0.05, 0.2])
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
