@@ -182,16 +182,18 @@ class TrajectoryCommander:
             if self._action is not None and self._action.server_is_ready():
                 return 'action'
             now = time.monotonic()
-            if self._publisher.get_subscription_count() > 0:
-                topic_since = now if topic_since is None else topic_since
-                if self._action is None or self._topic_only or now - topic_since > ACTION_GRACE_S:
-                    self._topic_only = self._action is not None
-                    return 'topic'
-            if now > deadline:
-                if topic_since is None:
-                    return ''
+            if topic_since is None and self._publisher.get_subscription_count() > 0:
+                topic_since = now
+            if topic_since is not None and (
+                self._action is None
+                or self._topic_only
+                or now - topic_since > ACTION_GRACE_S
+                or now > deadline
+            ):
                 self._topic_only = self._action is not None
                 return 'topic'
+            if now > deadline:
+                return ''
             await first_done(self._node, self._group, None, 0.05)
 
     async def _send_goal(self, trajectory: JointTrajectory) -> tuple[bool, str]:

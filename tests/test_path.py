@@ -327,27 +327,26 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
     assert np.abs(result.joints[0] - curve[0]).max() <= result.max_step
 
 
-def test_a_path_the_first_search_cannot_link_is_searched_again_with_wider_offsets(monkeypatch):
+# Stops the rescue of a stopped path gets past: (seed, path of 200, the module constant that,
+# set to the value, takes that part of the rescue away, the waypoint the path then stops at).
+RESCUES = {
+    # Stops after every retry and the first search: the second, wider one links it.
+    'wider offsets': (4, 58, 'WIDER_SEARCH_OFFSETS', lambda path: path.SEARCH_OFFSETS, 16),
+    # Restarts inside the limits get to within 4.5e-6 m of the stop but not within the
+    # tolerance: it still counts as within reach, and the search links the path whole.
+    'within reach': (9, 10, 'REACH_SLACK', lambda path: 1.0, 80),
+}
+
+
+@pytest.mark.parametrize('case', list(RESCUES))
+def test_a_redundant_arm_rescues_a_stop_that_a_narrower_rescue_leaves(monkeypatch, case):
     from iknet_core.solvers import path
 
-    # Path 58 of these 200 (seed 4) stops at waypoint 16 after every retry and the first search.
-    panda, curve, targets = random_panda_path(200, 58, seed=4)
-    monkeypatch.setattr(path, 'WIDER_SEARCH_OFFSETS', path.SEARCH_OFFSETS)
+    seed, index, name, value, stop = RESCUES[case]
+    panda, curve, targets = random_panda_path(200, index, seed=seed)
+    monkeypatch.setattr(path, name, value(path))
     stopped = follow_path(panda, targets, curve[0])
-    assert stopped.failed_at == 16, stopped.reason
-    monkeypatch.undo()
-    assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
-
-
-def test_a_stop_restarts_only_come_near_counts_as_within_reach_and_is_searched(monkeypatch):
-    from iknet_core.solvers import path
-
-    # Path 10 of these 200 (seed 9) stops at waypoint 80, which restarts inside the limits get
-    # to within 4.5e-6 m of but not within the tolerance; the search links the path whole.
-    panda, curve, targets = random_panda_path(200, 10, seed=9)
-    monkeypatch.setattr(path, 'REACH_SLACK', 1.0)
-    stopped = follow_path(panda, targets, curve[0])
-    assert stopped.failed_at == 80, stopped.reason
+    assert stopped.failed_at == stop, stopped.reason
     monkeypatch.undo()
     assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
 

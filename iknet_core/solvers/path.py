@@ -378,6 +378,11 @@ def follow_path(
                 return _lower_largest_step(candidate, candidate_errors, path, path_errors)
         return path, path_errors
 
+    def spike_bounds(path: np.ndarray) -> list[float]:
+        """SPIKE_BOUNDS times the path's median joint step (rad), those below max_step."""
+        median_step = float(np.median(joint_steps(path)))
+        return [f * median_step for f in SPIKE_BOUNDS if f * median_step < max_step]
+
     found = None
     searched = rescue and failed < count and within_reach(failed)
     for offsets in (SEARCH_OFFSETS, WIDER_SEARCH_OFFSETS) if searched else ():
@@ -395,8 +400,7 @@ def follow_path(
     if spare and smoothing_passes > 0 and failed_at is None:
         # A spike left in a smoothed path: its self-motion searched under step bounds.
         if _stands_out(joints, SPIKE_FACTOR):
-            median_step = float(np.median(joint_steps(joints)))
-            bounds_below = [f * median_step for f in SPIKE_BOUNDS if f * median_step < max_step]
+            bounds_below = spike_bounds(joints)
             # A rescued path was searched under max_step already.
             step_bounds = bounds_below if rescued else [*bounds_below, max_step]
             joints, errors = lower_largest_step(joints, errors, step_bounds)
@@ -411,10 +415,8 @@ def follow_path(
             joints, errors = _lower_largest_step(candidate, candidate_errors, joints, errors)
         # A step that still stands out like a jump: the widest search, under the spike bounds.
         if _stands_out(joints, JUMP_FACTOR):
-            median_step = float(np.median(joint_steps(joints)))
-            jump_bounds = [f * median_step for f in SPIKE_BOUNDS if f * median_step < max_step]
             joints, errors = lower_largest_step(
-                joints, errors, jump_bounds, SEARCH_WIDTH, WIDER_SEARCH_OFFSETS
+                joints, errors, spike_bounds(joints), SEARCH_WIDTH, WIDER_SEARCH_OFFSETS
             )
     if smoothing_passes > 0:
         mend_spikes(
