@@ -587,10 +587,51 @@ def test_alternative_paths_try_a_stopped_starts_twins_where_no_start_gets_throug
     # The OM-X path above: its start's branch stops at waypoint 87, its twin gets through.
     curve = smooth_joint_paths(OMX_CHAIN, count=200, waypoints=100, seed=1)[181]
     targets = pose_from_joints(OMX_CHAIN, curve)
-    stopped = follow_path(OMX_CHAIN, targets, curve[0], twins_where_stopped=False)
+    stopped = follow_path(OMX_CHAIN, targets, curve[0], rescue_where_stopped=False)
     assert stopped.failed_at == 87
     (alone,) = alternative_paths(OMX_CHAIN, targets, curve[:1])
     assert_followed_within_the_step_bar(OMX_CHAIN, alone, curve)
+
+
+def rescues_in_alternative_paths(monkeypatch, panda, targets, starts, origin):
+    """alternative_paths' ranking and, per start joints (a tuple), whether it was rescued."""
+    from iknet_core.solvers import path
+
+    follow, rescued = path.follow_path, {}
+
+    def spy(chain, targets, start, *arguments, rescue_where_stopped=True):
+        rescued[tuple(start)] = rescued.get(tuple(start), False) or rescue_where_stopped
+        return follow(chain, targets, start, *arguments, rescue_where_stopped=rescue_where_stopped)
+
+    monkeypatch.setattr(path, 'follow_path', spy)
+    return alternative_paths(panda, targets, starts, origin=origin), rescued
+
+
+def test_alternative_paths_rescue_a_stopped_start_with_less_travel_than_the_best(monkeypatch):
+    # Panda path 3 of 40 (seed 1): from its curve's start the follower stops at waypoint 81
+    # unrescued; another solution of the first waypoint gets through with more travel.
+    panda, curve, targets = random_panda_path(40, 3, seed=1)
+    other = start_solutions(panda, targets[0], 3, seed=3, avoid=curve[0])[-1]
+    unrescued = follow_path(panda, targets, curve[0], rescue_where_stopped=False)
+    through = follow_path(panda, targets, other, rescue_where_stopped=False)
+    assert unrescued.failed_at == 81 and through.success
+    starts = np.stack([curve[0], other])
+    ranked, rescued = rescues_in_alternative_paths(monkeypatch, panda, targets, starts, curve[0])
+    assert rescued == {tuple(curve[0]): True, tuple(other): False}
+    assert_followed_exactly_inside_the_limits(panda, ranked[0])
+    assert np.abs(ranked[0].joints[0] - curve[0]).max() <= ranked[0].max_step  # the curve's
+    assert ranked[0].travel < ranked[1].travel + np.abs(other - curve[0]).sum()
+
+
+def test_alternative_paths_leave_a_stopped_start_with_more_travel_than_the_best(monkeypatch):
+    # Panda path 28 of 40 (seed 1): another solution of the first waypoint stops at waypoint 59
+    # having travelled (the move to it included) further than the curve's whole path.
+    panda, curve, targets = random_panda_path(40, 28, seed=1)
+    other = start_solutions(panda, targets[0], 3, seed=28, avoid=curve[0])[0]
+    starts = np.stack([curve[0], other])
+    ranked, rescued = rescues_in_alternative_paths(monkeypatch, panda, targets, starts, curve[0])
+    assert rescued == {tuple(curve[0]): False, tuple(other): False}
+    assert ranked[0].success and ranked[1].failed_at == 59
 
 
 def test_the_twins_of_a_path_near_a_singularity_are_exact_and_within_a_step():
