@@ -564,6 +564,27 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     assert np.abs(mended.joints[40:] - curve[40:]).max() < 1e-3
 
 
+def test_a_run_of_waypoints_taken_on_a_nearby_solution_is_mended_as_one(monkeypatch):
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers import path
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    # UR5 path 141 of 200 random ones (seed 2): the follower takes waypoints 17 and 18 on a
+    # nearby solution 0.12 rad off the curve's, and comes back at 19 with a step 1.65 times
+    # the curve's largest; neither waypoint alone is better solved from its neighbours.
+    ur5 = named_chain('ur5')
+    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=2)[141]
+    targets = pose_from_joints(ur5, curve)
+    mended = follow_path(ur5, targets, curve[0])
+    monkeypatch.setattr(path, 'MEND_RUN', 1)
+    singly = follow_path(ur5, targets, curve[0])
+    assert path.joint_steps(singly.joints).max() > 1.6 * path.joint_steps(curve).max()
+    assert np.abs(singly.joints[17:19] - curve[17:19]).max() > 0.1
+    assert_followed_within_the_step_bar(ur5, mended, curve)
+    assert np.abs(mended.joints[15:21] - curve[15:21]).max() < 1e-3
+
+
 def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_singularity(
     monkeypatch,
 ):
@@ -659,25 +680,29 @@ def test_the_twins_of_a_path_near_a_singularity_are_exact_and_within_a_step():
                                    bounds, settings, 0.25))  # fmt: skip
 
 
-def test_a_waypoint_off_between_its_neighbours_is_solved_again_from_their_midpoint():
+@pytest.mark.parametrize('run', [1, 2, 3])
+def test_waypoints_off_between_their_neighbours_are_solved_again_from_the_line_between(run):
     from iknet_core.solvers import kernels
     from iknet_core.solvers.path_smoothing import mend_spikes
 
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=100, seed=3)[0]
     positions, rotations = forward_kinematics(OMX_CHAIN, curve)
     spiky = curve.copy()
-    spiky[50, 0] += 0.3  # out and back
+    off = np.arange(50, 50 + run)
+    spiky[off, 0] += 0.3  # out and back
     errors = np.full((100, 2), np.nan)
     arrays = kernels.ChainArrays.from_chain(OMX_CHAIN)
     bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
     settings = SolverSettings()
     arguments = (positions, rotations, arrays.joints, arrays.tip, bounds, settings.kernel())
-    assert mend_spikes(spiky, *arguments, 1.5, errors) == 1  # waypoint 50 alone
+    shorter = spiky.copy()
+    assert mend_spikes(shorter, *arguments, 1.5, run - 1, errors.copy()) == 0  # too long
+    assert mend_spikes(spiky, *arguments, 1.5, run, errors) == 1  # the run, as one
     np.testing.assert_allclose(spiky, curve, atol=1e-4)
-    assert errors[50, 0] <= settings.tolerance.position
-    assert errors[50, 1] <= settings.tolerance.orientation
-    assert np.isnan(np.delete(errors, 50, axis=0)).all()  # the others untouched
-    assert mend_spikes(spiky, *arguments, 1.5, errors) == 0  # nothing stands out any more
+    assert (errors[off, 0] <= settings.tolerance.position).all()
+    assert (errors[off, 1] <= settings.tolerance.orientation).all()
+    assert np.isnan(np.delete(errors, off, axis=0)).all()  # the others untouched
+    assert mend_spikes(spiky, *arguments, 1.5, run, errors) == 0  # nothing stands out any more
 
 
 @pytest.mark.parametrize('pinned_end', [False, True], ids=['free-end', 'pinned-end'])

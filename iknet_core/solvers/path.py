@@ -132,6 +132,12 @@ JUMP_FACTOR = 3.0
 # start's branch at a singularity, which path_branches now follows); the Panda's from 99.0, 98.0
 # and 97.5 to 99.0, 98.5 and 97.5 %; the rate is the same.
 MEND_FACTOR = 1.5
+# Runs of up to MEND_RUN consecutive waypoints are solved again the same way, from the line
+# between their neighbours, after the single ones: the follower can take two or three waypoints
+# on the nearby solution. On 2,400 random UR5 paths (seeds 0 to 11), those within 1.5x went from
+# 2,397 to 2,398 (a run of two, 0.12 rad off); the Panda's and the OM-X's and the rates did not
+# change.
+MEND_RUN = 3
 
 
 @dataclass(frozen=True)
@@ -268,8 +274,8 @@ def follow_path(
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
     smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), on
     an arm with none to spare the twins near a singularity (path_branches), and on any arm the
-    mending of single waypoints off their neighbours (MEND_FACTOR); 0: the waypoints as
-    followed, neither smoothed nor searched nor taken on a twin nor mended;
+    mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
+    0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended;
     rescue_where_stopped=False: a path that stops is neither taken on a twin, nor followed
     again, nor searched (the twins still serve a step that stands out): alternative_paths,
     whose other starts may get through. ValueError naming the problem
@@ -438,7 +444,7 @@ def follow_path(
     if smoothing_passes > 0:
         mend_spikes(
             joints[:failed], positions, rotations, arrays.joints, arrays.tip, bounds,
-            kernel_settings, MEND_FACTOR, errors[:failed],
+            kernel_settings, MEND_FACTOR, MEND_RUN, errors[:failed],
         )  # fmt: skip
     if settings.is_position_only:
         errors[:, 1] = np.nan  # against no orientation: meaningless

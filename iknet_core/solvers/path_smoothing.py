@@ -83,13 +83,17 @@ def smooth_path(
 
 
 @njit(cache=True)
-def mend_spikes(path, positions, rotations, joints, tip, bounds, setting_values, factor, errors):
-    """Solve each inner waypoint of path (T, n) rad whose larger step is more than factor times
-    the median step again, from the midpoint of its neighbours, and keep the new solution where
-    it meets the tolerance, is another solution (SAME_SOLUTION_RAD) and its larger step is
+def mend_spikes(
+    path, positions, rotations, joints, tip, bounds, setting_values, factor, longest, errors
+):  # fmt: skip
+    """Solve each run of up to longest inner waypoints of path (T, n) rad whose steps (into it,
+    within it and out of it) include one more than factor times the median step again, from
+    the straight line between its neighbours, and keep the new solutions where every one meets
+    the tolerance, one is another solution (SAME_SOLUTION_RAD) and the run's largest step is
     smaller (so still within the max_step the path was followed under): near a singularity,
-    where two branches come close, the follower can take a waypoint on the other one and come
-    back on the next step. errors (T, 2): updated with the path. Returns how many were mended."""
+    where two branches come close, the follower can take a waypoint or a few on the other one
+    and come back. Single waypoints first, then longer runs. errors (T, 2): updated with the
+    path. Returns how many runs were mended."""
     settings = named(setting_values)
     count, n = path.shape
     if count < 3:
@@ -101,25 +105,43 @@ def mend_spikes(path, positions, rotations, joints, tip, bounds, setting_values,
         return 0  # a path that mostly stands still: no step stands out
     limit = factor * median
     work = kernels.workspace(n)
-    trial = np.empty(n)
+    trial = np.empty((longest, n))
+    trial_errors = np.empty((longest, 2))
     mended = 0
-    for t in range(1, count - 1):
-        larger = max(steps[t - 1], steps[t])
-        if larger <= limit:
-            continue
-        for i in range(n):
-            trial[i] = 0.5 * (path[t - 1, i] + path[t + 1, i])
-        position_error, orientation_error, _, _ = kernels.levenberg_marquardt(
-            trial, positions[t], rotations[t], joints, tip, bounds, settings,
-            settings.max_iterations, False, work,
-        )  # fmt: skip
-        into, out_of = _step(path[t - 1], trial), _step(trial, path[t + 1])
-        reached = kernels.meets(position_error, orientation_error, settings)
-        another = _step(path[t], trial) > SAME_SOLUTION_RAD  # not the same one, polished
-        if reached and another and max(into, out_of) < larger:
-            path[t] = trial
-            errors[t, 0], errors[t, 1] = position_error, orientation_error
-            steps[t - 1], steps[t] = into, out_of
+    for length in range(1, longest + 1):
+        for first in range(1, count - length):
+            end = first + length  # the neighbour after the run
+            largest = 0.0
+            for t in range(first - 1, end):
+                largest = max(largest, steps[t])
+            if largest <= limit:
+                continue
+            reached, another = True, False
+            for k in range(length):
+                share = (k + 1.0) / (length + 1.0)
+                for i in range(n):
+                    trial[k, i] = path[first - 1, i] + share * (path[end, i] - path[first - 1, i])
+                position_error, orientation_error, _, _ = kernels.levenberg_marquardt(
+                    trial[k], positions[first + k], rotations[first + k], joints, tip, bounds,
+                    settings, settings.max_iterations, False, work,
+                )  # fmt: skip
+                trial_errors[k, 0], trial_errors[k, 1] = position_error, orientation_error
+                reached = reached and kernels.meets(position_error, orientation_error, settings)
+                another = another or _step(path[first + k], trial[k]) > SAME_SOLUTION_RAD
+            if not (reached and another):
+                continue
+            new_largest = max(
+                _step(path[first - 1], trial[0]), _step(trial[length - 1], path[end])
+            )
+            for k in range(1, length):
+                new_largest = max(new_largest, _step(trial[k - 1], trial[k]))
+            if new_largest >= largest:
+                continue
+            for k in range(length):
+                path[first + k] = trial[k]
+                errors[first + k] = trial_errors[k]
+            for t in range(first - 1, end):
+                steps[t] = _step(path[t], path[t + 1])
             mended += 1
     return mended
 
