@@ -604,6 +604,27 @@ def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_
     assert 'reachable only on another branch' in kept.reason
 
 
+def test_a_branch_change_under_a_generous_step_bound_takes_the_twin_around_it(monkeypatch):
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers import path
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    # UR5 path 80 of 200 random ones (seed 10): its waypoints are far apart, so max_step is
+    # 3 rad, and the follower leaves the curve's branch at waypoint 80 for one that needs a
+    # 1.7 rad step at 82, far from the path's closest passes by a singularity.
+    ur5 = named_chain('ur5')
+    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=10)[80]
+    targets = pose_from_joints(ur5, curve)
+    result = follow_path(ur5, targets, curve[0])
+    branches = path.other_branches
+    monkeypatch.setattr(path, 'other_branches', lambda *arguments: branches(*arguments[:7]))
+    passes_only = follow_path(ur5, targets, curve[0])
+    assert path.joint_steps(passes_only.joints).max() > 1.5
+    assert_followed_within_the_step_bar(ur5, result, curve)
+    np.testing.assert_allclose(result.joints, curve, atol=0.05)  # the curve's branch
+
+
 def test_alternative_paths_try_a_stopped_starts_twins_where_no_start_gets_through():
     # The OM-X path above: its start's branch stops at waypoint 87, its twin gets through.
     curve = smooth_joint_paths(OMX_CHAIN, count=200, waypoints=100, seed=1)[181]

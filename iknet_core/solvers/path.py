@@ -317,8 +317,11 @@ def follow_path(
         # Near a singularity the start's branch meets another (path_branches): each twin
         # followed on from, after the path's own waypoints before it.
         path, path_errors, path_status = joints, errors, status
+        # Where a followed path's step stands out, around it too: a branch change under a
+        # max_step that the path's spacing made generous.
+        largest = () if failed < count else (int(np.argmax(joint_steps(path))),)
         for first, twin in other_branches(
-            path[:failed], positions, rotations, arrays, bounds, settings, max_step
+            path[:failed], positions, rotations, arrays, bounds, settings, max_step, largest
         ):
             retry = follow(LIMIT_PULL, False, first, twin)
             for part, before in zip(retry[1:], (path, path_errors, path_status), strict=True):
