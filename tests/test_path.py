@@ -262,15 +262,21 @@ def test_smoothing_brings_a_panda_paths_largest_step_near_its_generating_curves(
     assert np.median(ratios[3]) < min(1.15, np.median(ratios[0]))
 
 
-def random_panda_path(count: int, index: int, seed: int = 0):
-    """The Panda and path index of count random smooth paths (seed): its curve and poses."""
+def random_path(name: str, count: int, index: int, seed: int = 0):
+    """The arm name (from example-robot-data) and path index of count random smooth paths
+    (seed): its curve and poses."""
     from iknet_core.kinematics.robots import example_robots_dir, named_chain
 
     if example_robots_dir() is None:
         pytest.skip('example-robot-data is not installed')
-    panda = named_chain('panda')
-    curve = smooth_joint_paths(panda, count=count, waypoints=100, seed=seed)[index]
-    return panda, curve, pose_from_joints(panda, curve)
+    chain = named_chain(name)
+    curve = smooth_joint_paths(chain, count=count, waypoints=100, seed=seed)[index]
+    return chain, curve, pose_from_joints(chain, curve)
+
+
+def random_panda_path(count: int, index: int, seed: int = 0):
+    """The Panda and path index of count random smooth paths (seed): its curve and poses."""
+    return random_path('panda', count, index, seed)
 
 
 def assert_followed_exactly_inside_the_limits(chain, result) -> None:
@@ -539,17 +545,12 @@ def test_a_weighted_smoothing_with_a_larger_step_is_discarded(monkeypatch):
 
 
 def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkeypatch):
-    from iknet_core.kinematics.robots import example_robots_dir, named_chain
     from iknet_core.solvers import path
 
-    if example_robots_dir() is None:
-        pytest.skip('example-robot-data is not installed')
     # UR5 path 106 of 200 random ones (seed 0) nears the wrist singularity at waypoint 47: the
     # follower reaches waypoint 45 on a nearby solution 0.21 rad off the curve's and comes back
     # at 46, with a step 2.36 times the curve's largest.
-    ur5 = named_chain('ur5')
-    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=0)[106]
-    targets = pose_from_joints(ur5, curve)
+    ur5, curve, targets = random_path('ur5', 200, 106, seed=0)
     generating = path.joint_steps(curve).max()
     mended = follow_path(ur5, targets, curve[0])
     monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
@@ -565,17 +566,12 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
 
 
 def test_a_run_of_waypoints_taken_on_a_nearby_solution_is_mended_as_one(monkeypatch):
-    from iknet_core.kinematics.robots import example_robots_dir, named_chain
     from iknet_core.solvers import path
 
-    if example_robots_dir() is None:
-        pytest.skip('example-robot-data is not installed')
     # UR5 path 141 of 200 random ones (seed 2): the follower takes waypoints 17 and 18 on a
     # nearby solution 0.12 rad off the curve's, and comes back at 19 with a step 1.65 times
     # the curve's largest; neither waypoint alone is better solved from its neighbours.
-    ur5 = named_chain('ur5')
-    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=2)[141]
-    targets = pose_from_joints(ur5, curve)
+    ur5, curve, targets = random_path('ur5', 200, 141, seed=2)
     mended = follow_path(ur5, targets, curve[0])
     monkeypatch.setattr(path, 'MEND_RUN', 1)
     singly = follow_path(ur5, targets, curve[0])
@@ -605,17 +601,12 @@ def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_
 
 
 def test_a_branch_change_under_a_generous_step_bound_takes_the_twin_around_it(monkeypatch):
-    from iknet_core.kinematics.robots import example_robots_dir, named_chain
     from iknet_core.solvers import path
 
-    if example_robots_dir() is None:
-        pytest.skip('example-robot-data is not installed')
     # UR5 path 80 of 200 random ones (seed 10): its waypoints are far apart, so max_step is
     # 3 rad, and the follower leaves the curve's branch at waypoint 80 for one that needs a
     # 1.7 rad step at 82, far from the path's closest passes by a singularity.
-    ur5 = named_chain('ur5')
-    curve = smooth_joint_paths(ur5, count=200, waypoints=100, seed=10)[80]
-    targets = pose_from_joints(ur5, curve)
+    ur5, curve, targets = random_path('ur5', 200, 80, seed=10)
     result = follow_path(ur5, targets, curve[0])
     branches = path.other_branches
     monkeypatch.setattr(path, 'other_branches', lambda *arguments: branches(*arguments[:7]))
@@ -716,8 +707,9 @@ def test_waypoints_off_between_their_neighbours_are_solved_again_from_the_line_b
     bounds = np.stack([LOW, HIGH, np.zeros(4)], -1)
     settings = SolverSettings()
     arguments = (positions, rotations, arrays.joints, arrays.tip, bounds, settings.kernel())
-    shorter = spiky.copy()
-    assert mend_spikes(shorter, *arguments, 1.5, run - 1, errors.copy()) == 0  # too long
+    if run > 1:
+        shorter = spiky.copy()
+        assert mend_spikes(shorter, *arguments, 1.5, run - 1, errors.copy()) == 0  # too long
     assert mend_spikes(spiky, *arguments, 1.5, run, errors) == 1  # the run, as one
     np.testing.assert_allclose(spiky, curve, atol=1e-4)
     assert (errors[off, 0] <= settings.tolerance.position).all()

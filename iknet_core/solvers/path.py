@@ -160,6 +160,11 @@ class PathResult:
         return self.failed_at is None
 
     @property
+    def reached(self) -> int:
+        """How many waypoints were reached, from the first: all of them, or up to failed_at."""
+        return len(self.joints) if self.failed_at is None else self.failed_at
+
+    @property
     def travel(self) -> float:
         """Joint motion along the waypoints reached (rad, summed over joints and steps): what
         `alternative_paths` ranks equally far paths by."""
@@ -181,44 +186,47 @@ def alternative_paths(
     counts in its travel. The starts are different solutions of the first waypoint: a
     solver's distinct solutions of it (`solve(..., max_solutions=M)`; with a mixture model's
     samples, many) or start_solutions', so one end-effector path gives several joint paths and
-    the smoothest comes first."""
+    the smoothest comes first. A start that stops where another gets through may come back as
+    followed, not rescued (below): the best is what this ranks."""
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
-    # A start that stops is rescued only where it might still beat the best path followed. On
-    # an arm with joints to spare (on these targets: positions are position-only): the retries
-    # and self-motion searches, where its travel so far is below the best's whole travel
-    # (iknet-path-bench's Panda best of 8, seeds 0 and 1: 3,433 and 3,687 waypoints/s, against
-    # 2,789 and 2,588 rescuing every stopped start, for the same paths; rescuing only where no
-    # start got through, ~5,400 and ~6,200, but one path in 200 kept a 3x step where the
-    # curve's own start, rescued, had none). On an arm with none: the twins near a singularity
-    # (path_branches), only where no start gets to the end. The twins are the other branches,
-    # which the other starts already are, and trying them for every stopped start cost a UR5
-    # two thirds of its best of 8's rate for the same paths.
+    # A start that stops is rescued (followed again, rescue and all) only where that is likely
+    # to pay. On an arm with joints to spare (on these targets: positions are position-only):
+    # the retries and self-motion searches, where its travel so far is below the best path's
+    # whole travel, a rule of thumb (a rescue plans the whole path again, and may travel less):
+    # iknet-path-bench's Panda best of 8, seeds 0 and 1, took 3,433 and 3,687 waypoints/s
+    # against 2,789 and 2,588 rescuing every stopped start, for the same paths; rescuing only
+    # where no start got through, ~5,400 and ~6,200, but one path in 200 kept a 3x step where
+    # the curve's own start, rescued, had none. On an arm with none: the twins near a
+    # singularity (path_branches), only where no start gets to the end. The twins are the
+    # other branches, which the other starts already are, and trying them for every stopped
+    # start cost a UR5 two thirds of its best of 8's rate for the same paths.
     results = [
         follow_path(chain, targets, start, settings, max_step, rescue_where_stopped=False)
         for start in starts
     ]
-    count = len(results[0].joints)
 
     def cost(result: PathResult) -> float:
-        """Joint travel, the move from origin to the first waypoint included."""
-        reached = count if result.failed_at is None else result.failed_at
-        move = 0.0 if origin is None or not reached else np.abs(result.joints[0] - origin).sum()
-        return result.travel + float(move)
+        """Joint travel, the move from origin to the first waypoint included: from where the
+        arm is, a path that starts a long move away is no shortcut."""
+        move = 0.0 if origin is None or not result.reached else np.abs(result.joints[0] - origin)
+        return result.travel + float(np.sum(move))
 
     _, _, path_settings = _check_targets(targets, settings)
     spare = chain.n_joints > path_settings.task_dimensions
-    best = min((cost(result) for result in results if result.success), default=math.inf)
+    through = [cost(result) for result in results if result.success]
+    best = min(through, default=math.inf)
     results = [
         follow_path(chain, targets, start, settings, max_step)
-        if not result.success and (cost(result) < best if spare else best == math.inf)
+        if not result.success and (cost(result) < best if spare else not through)
         else result
         for start, result in zip(starts, results, strict=True)
     ]
 
     def rank(result: PathResult) -> tuple[int, float]:
-        return -(count if result.failed_at is None else result.failed_at), cost(result)
+        """Furthest first, then the least travel."""
+        return -result.reached, cost(result)
 
     return sorted(results, key=rank)
 
@@ -275,7 +283,8 @@ def follow_path(
     smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), on
     an arm with none to spare the twins near a singularity (path_branches), and on any arm the
     mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
-    0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended;
+    0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended
+    (a stopped path on an arm with joints to spare is still followed again and searched);
     rescue_where_stopped=False: a path that stops is neither taken on a twin, nor followed
     again, nor searched (the twins still serve a step that stands out): alternative_paths,
     whose other starts may get through. ValueError naming the problem

@@ -31,7 +31,8 @@ from iknet_core.solvers.settings import SolverSettings
 # before to PASS_REACH after: the curve a path was made from can leave the path's branch a few
 # waypoints before the path passes closest, and right at the pass the twins nearly coincide.
 # The path's start is tried too (with no velocity yet, the follower can take the twin there),
-# where a path stopped, the waypoints before it, and those before a step that stands out.
+# where a path stopped, the waypoints before it, and the waypoints around a step that stands out
+# (`also`).
 SINGULAR_PASSES = 3
 PASS_GAP = 5
 PASS_REACH = 4
@@ -80,7 +81,8 @@ def other_branches(
             break
         if all(abs(w - other) >= PASS_GAP for other in [*tried, *passes]):
             passes.append(int(w))
-    # Most promising first: the closest passes, and at each, the waypoints nearest it.
+    # Most promising first: the passes and the waypoints tried (the start, the stop, also), the
+    # closest to a singularity first, and around each, the waypoints nearest it.
     passes = sorted([*passes, *tried], key=lambda w: least[w])
     reach = sorted(range(-PASS_REACH, PASS_REACH + 1), key=abs)
     candidates = dict.fromkeys(min(max(w + lead, 0), last - 1) for w in passes for lead in reach)

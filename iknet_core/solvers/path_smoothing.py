@@ -126,7 +126,9 @@ def mend_spikes(
                     settings, settings.max_iterations, False, work,
                 )  # fmt: skip
                 trial_errors[k, 0], trial_errors[k, 1] = position_error, orientation_error
-                reached = reached and kernels.meets(position_error, orientation_error, settings)
+                if not kernels.meets(position_error, orientation_error, settings):
+                    reached = False
+                    break  # the run is not mended: the rest need not be solved
                 another = another or _step(path[first + k], trial[k]) > SAME_SOLUTION_RAD
             if not (reached and another):
                 continue
