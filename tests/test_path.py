@@ -319,13 +319,17 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
     search = path.search_path
 
     def unlinked(*arguments):
-        searched.append(arguments[9].tolist())  # the offsets
+        searched.append((arguments[8], arguments[9].tolist()))  # the width and offsets
         return 0  # as if no waypoint could be linked
 
     monkeypatch.setattr(path, 'search_path', unlinked)
     stopped = follow_path(panda, targets, curve[0])
     assert not stopped.success
-    assert searched == [path.SEARCH_OFFSETS.tolist(), path.WIDER_SEARCH_OFFSETS.tolist()]
+    assert searched == [
+        (path.SEARCH_WIDTH, path.SEARCH_OFFSETS.tolist()),
+        (path.SEARCH_WIDTH, path.WIDER_SEARCH_OFFSETS.tolist()),
+        (path.WIDEST_SEARCH_WIDTH, path.WIDER_SEARCH_OFFSETS.tolist()),
+    ]
     assert 'not reached from the previous one' in stopped.reason
     monkeypatch.setattr(path, 'search_path', search)
     result = follow_path(panda, targets, curve[0])
@@ -334,27 +338,34 @@ def test_a_redundant_arm_that_retries_cannot_take_through_searches_its_self_moti
 
 
 # Stops the rescue of a stopped path gets past: (seed, path of 200, the module constant that,
-# set to the value, takes that part of the rescue away, the waypoint the path then stops at).
+# set to the value, takes that part of the rescue away, the waypoint the path then stops at,
+# the position tolerance (m; the orientation's is ten times it in rad)).
 RESCUES = {
     # Stops after every retry and the first search: the second, wider one links it.
-    'wider offsets': (4, 58, 'WIDER_SEARCH_OFFSETS', lambda path: path.SEARCH_OFFSETS, 16),
+    'wider offsets': (4, 58, 'WIDER_SEARCH_OFFSETS', lambda path: path.SEARCH_OFFSETS, 16, 1e-6),
+    # Stops after the second search too (at iknet-path-bench's tolerance): the third, twice as
+    # wide, links it.
+    'widest': (10, 49, 'WIDEST_SEARCH_WIDTH', lambda path: path.SEARCH_WIDTH, 35, 1e-5),
     # Restarts inside the limits get to within 4.5e-6 m of the stop but not within the
     # tolerance: it still counts as within reach, and the search links the path whole.
-    'within reach': (9, 10, 'REACH_SLACK', lambda path: 1.0, 80),
+    'within reach': (9, 10, 'REACH_SLACK', lambda path: 1.0, 80, 1e-6),
 }
 
 
 @pytest.mark.parametrize('case', list(RESCUES))
 def test_a_redundant_arm_rescues_a_stop_that_a_narrower_rescue_leaves(monkeypatch, case):
     from iknet_core.solvers import path
+    from iknet_core.solvers.result import Tolerance
 
-    seed, index, name, value, stop = RESCUES[case]
+    seed, index, name, value, stop, tolerance = RESCUES[case]
+    settings = SolverSettings(tolerance=Tolerance(tolerance, 10.0 * tolerance))
     panda, curve, targets = random_panda_path(200, index, seed=seed)
     monkeypatch.setattr(path, name, value(path))
-    stopped = follow_path(panda, targets, curve[0])
+    stopped = follow_path(panda, targets, curve[0], settings)
     assert stopped.failed_at == stop, stopped.reason
     monkeypatch.undo()
-    assert_followed_exactly_inside_the_limits(panda, follow_path(panda, targets, curve[0]))
+    result = follow_path(panda, targets, curve[0], settings)
+    assert_followed_exactly_inside_the_limits(panda, result)
 
 
 def test_a_jump_in_all_but_name_is_searched_away_wide(monkeypatch):
@@ -803,13 +814,13 @@ def test_retries_and_the_search_are_only_for_reachable_stops_on_arms_with_joints
     assert result.failed_at == 0 and 'waypoint 0 is not reached' in result.reason
     assert passes == [False] and searches == []
     # A jump at a reachable waypoint is not retried (pulling joints off their limits would not
-    # undo it) but searched, with both offset sets; here no path within the bound exists, so it
-    # stays a jump.
+    # undo it) but searched, all three ways (path.follow_path's rescue searches); here no path
+    # within the bound exists, so it stays a jump.
     passes.clear()
     line = np.array([[0.2, -0.05, 0.12], [0.2, 0.05, 0.12]])
     jumped = follow_path(OMX_CHAIN, line, np.zeros(4), max_step=1e-3)
     assert jumped.status[jumped.failed_at] == 'jumped' and passes == [False]
-    assert searches == [True, True]
+    assert searches == [True, True, True]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from iknet_core.solvers.path_search import (
     SEARCH_OFFSETS,
     SEARCH_WIDTH,
     WIDER_SEARCH_OFFSETS,
+    WIDEST_SEARCH_WIDTH,
     search_path,
 )
 from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, mend_spikes, smooth_path
@@ -420,8 +421,13 @@ def follow_path(
 
     found = None
     searched = rescue and failed < count and within_reach(failed)
-    for offsets in (SEARCH_OFFSETS, WIDER_SEARCH_OFFSETS) if searched else ():
-        found = search(SEARCH_WIDTH, offsets=offsets)
+    rescue_searches = (
+        (SEARCH_WIDTH, SEARCH_OFFSETS),
+        (SEARCH_WIDTH, WIDER_SEARCH_OFFSETS),
+        (WIDEST_SEARCH_WIDTH, WIDER_SEARCH_OFFSETS),
+    )
+    for width, offsets in rescue_searches if searched else ():
+        found = search(width, offsets=offsets)
         if found is not None:
             break
     rescued = found is not None

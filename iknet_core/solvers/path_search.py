@@ -36,6 +36,11 @@ SEARCH_OFFSETS = np.array([0.1])
 # paths (seeds 4 to 15, the default tolerance), 3 stopped after a search with SEARCH_OFFSETS
 # alone, and these linked all 3 (~28 ms a path; at iknet-path-bench's tolerance, 1 stays).
 WIDER_SEARCH_OFFSETS = np.array([0.05, 0.2])
+# Where that leaves a path stopped too, a third, twice as wide with the wider offsets: on 3,200
+# random Panda paths (iknet-path-bench seeds 0 to 15, its tolerance), 1 stopped after the second
+# search, and this linked it (~50 ms); as wide with SEARCH_OFFSETS alone linked 2 of the 3 that
+# the first search left.
+WIDEST_SEARCH_WIDTH = 32
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
 SEARCH_DIRECTIONS = 2
