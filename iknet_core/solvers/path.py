@@ -57,6 +57,14 @@ MIN_MAX_STEP = 0.25
 DEFAULT_MAX_VELOCITY = 1.0
 DEFAULT_MAX_ACCELERATION = 2.0
 MIN_SEGMENT_S = 1e-3
+# On an arm with joints to spare, a waypoint reached from the previous one with a joint step at
+# most STEADY_STEP_FACTOR times the last step is not tried again carried on at the last velocity:
+# the pull back to the previous waypoint lands both tries on about the same solution, and the
+# second cost the Panda a tenth of its rate (iknet-path-bench seeds 0 to 5, interleaved runs:
+# 22,750 -> 25,100 waypoints/s; within 1.5x 3,144 -> 3,146 of 3,200 paths, seeds 0 to 15). On an
+# arm with none, the velocity carries the follower past a singularity on its branch (UR5 seeds
+# 0 to 11 without the second try where the first reached: one more path left its branch).
+STEADY_STEP_FACTOR = 1.5
 # Redundant arms move their spare joints, per waypoint, this share of the way from the previous
 # waypoint towards the middle of their limits: a 7-joint arm that only kept its joints near the
 # previous waypoint drifted into its limits on 1 in 6 random paths (1 in 8 with the pull).
@@ -122,7 +130,8 @@ PEAK_POWER = 2.0
 # (path_search.WIDER_SEARCH_OFFSETS), under SPIKE_BOUNDS, and kept where its largest step is
 # smaller. On 3,200 random Panda paths (iknet-path-bench seeds 0 to 15), 7 had one (the largest
 # 18.6 times its curve's largest step, another 10.9 and 6.9); none after, the largest ratio 2.48,
-# and 3,141 instead of 3,135 within 1.5x, at the same rate (seeds 0 to 3 have none).
+# and 3,141 instead of 3,135 within 1.5x, at the same rate (seeds 0 to 3 have none). Since
+# STEADY_STEP_FACTOR, 4 have one (11.4 and 5.9 times their curve's largest step, two below 1.6).
 JUMP_FACTOR = 3.0
 # Finally, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
 # median step is solved again from the midpoint of its neighbours and kept where its larger step
@@ -676,8 +685,13 @@ def _follow(
         best_key = (2.0, np.inf)
         position_error = orientation_error = np.inf
         # From the previous waypoint, and from it carried on at its last velocity: the reached
-        # result nearest the previous waypoint wins.
+        # result nearest the previous waypoint wins (STEADY_STEP_FACTOR: the first may do).
+        steady = 0.0
+        for i in range(n):
+            steady = max(steady, STEADY_STEP_FACTOR * abs(previous[i] - before[i]))
         for attempt in range(2 if t else 1):  # at the start there is no velocity yet
+            if attempt and spare and best_key[0] == 0.0 and best_key[1] <= steady:
+                break  # reached at a steady step: carrying on at the velocity would do as well
             for i in range(n):
                 trial[i] = previous[i] + attempt * (previous[i] - before[i])
             trial_errors = _solve_near(
