@@ -402,9 +402,11 @@ def test_a_spike_left_in_a_smoothed_path_is_searched_away(monkeypatch):
 
 
 def only_the_searches(monkeypatch, path_module) -> None:
-    """The stages after the spike and capped searches off (the weighted smoothing, the wide
-    search for a jump, the mending), so what a test of those searches measures is theirs."""
+    """The stages after the spike and capped searches off (the weighted smoothing, the second
+    capped search, the wide search for a jump, the mending), so what a test of those searches
+    measures is theirs."""
     monkeypatch.setattr(path_module, 'PEAK_FACTOR', math.inf)
+    monkeypatch.setattr(path_module, 'RECAP_FACTOR', math.inf)
     monkeypatch.setattr(path_module, 'JUMP_FACTOR', math.inf)
     monkeypatch.setattr(path_module, 'MEND_FACTOR', math.inf)
 
@@ -522,6 +524,7 @@ def test_a_largest_step_left_after_the_searches_is_smoothed_with_large_changes_w
     panda, curve, targets = random_panda_path(200, 94)
     generating = path.joint_steps(curve).max()
     monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)  # the weighted smoothing alone
+    monkeypatch.setattr(path, 'RECAP_FACTOR', math.inf)
     weighted = follow_path(panda, targets, curve[0])
     factor = path.PEAK_FACTOR
     monkeypatch.setattr(path, 'PEAK_FACTOR', math.inf)
@@ -529,6 +532,32 @@ def test_a_largest_step_left_after_the_searches_is_smoothed_with_large_changes_w
     steps = path.joint_steps(unweighted.joints)
     assert steps.max() > 1.5 * generating and steps.max() > factor * np.median(steps)
     assert_followed_within_the_step_bar(panda, weighted, curve)
+
+
+def test_a_largest_step_still_standing_out_is_searched_under_the_cap_seeded_wider(monkeypatch):
+    from iknet_core.solvers import path
+
+    # Path 47 of these 200 (seed 2): after the weighted smoothing, its largest step is 2.11
+    # times its curve's largest.
+    panda, curve, targets = random_panda_path(200, 47, seed=2)
+    generating, factor = path.joint_steps(curve).max(), path.RECAP_FACTOR
+    monkeypatch.setattr(path, 'JUMP_FACTOR', math.inf)  # the second capped search alone
+    monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
+    monkeypatch.setattr(path, 'RECAP_FACTOR', math.inf)
+    kept = path.joint_steps(follow_path(panda, targets, curve[0]).joints)
+    assert kept.max() > 2.0 * generating and kept.max() > factor * np.median(kept)
+    monkeypatch.setattr(path, 'RECAP_FACTOR', factor)
+    searched, search = [], path.search_path
+
+    def offsets_seen(*arguments):
+        searched.append((arguments[8], arguments[7], arguments[9].tolist()))  # width, bound
+        return search(*arguments)
+
+    monkeypatch.setattr(path, 'search_path', offsets_seen)
+    result = follow_path(panda, targets, curve[0])
+    last = (path.SPIKE_SEARCH_WIDTH, pytest.approx(path.CAP_SHARE * kept.max()))
+    assert searched[-1] == (*last, path.WIDER_SEARCH_OFFSETS.tolist())
+    assert_followed_within_the_step_bar(panda, result, curve)
 
 
 def test_a_weighted_smoothing_with_a_larger_step_is_discarded(monkeypatch):
