@@ -212,15 +212,17 @@ def alternative_paths(
         raise ValueError('alternative_paths needs at least one start')
     # A start that stops is rescued (followed again, rescue and all) only where that is likely
     # to pay. On an arm with joints to spare (on these targets: positions are position-only):
-    # the retries and self-motion searches, where its travel so far is below the best path's
-    # whole travel, a rule of thumb (a rescue plans the whole path again, and may travel less):
-    # iknet-path-bench's Panda best of 8, seeds 0 and 1, took 3,433 and 3,687 waypoints/s
-    # against 2,789 and 2,588 rescuing every stopped start, for the same paths; rescuing only
-    # where no start got through, ~5,400 and ~6,200, but one path in 200 kept a 3x step where
-    # the curve's own start, rescued, had none. On an arm with none: the twins near a
-    # singularity (path_branches), only where no start gets to the end. The twins are the
-    # other branches, which the other starts already are, and trying them for every stopped
-    # start cost a UR5 two thirds of its best of 8's rate for the same paths.
+    # the retries and self-motion searches, for the stopped start with the least travel so far
+    # where that is below the best path's whole travel (a rule of thumb: a rescue plans the
+    # whole path again). iknet-path-bench's Panda best of 8, seeds 0 and 1: 3,675 and 3,796
+    # waypoints/s, the paths within 1.5x as from the curve's start alone (99.0 and 98.5 %);
+    # rescuing every stopped start below the best, 2,783 on seed 0 (most such rescues fail,
+    # each after three searches), every stopped start at all, 2,789 and 2,588 (before the
+    # third search); only where no start got through, ~5,400 and ~6,200, but one path in 200
+    # kept a 3x step where the curve's own start, rescued, had none. On an arm with none:
+    # the twins near a singularity (path_branches), only where no start gets to the end. The
+    # twins are the other branches, which the other starts already are, and trying them for
+    # every stopped start cost a UR5 two thirds of its best of 8's rate for the same paths.
     results = [
         follow_path(chain, targets, start, settings, max_step, rescue_where_stopped=False)
         for start in starts
@@ -236,12 +238,12 @@ def alternative_paths(
     spare = chain.n_joints > path_settings.task_dimensions
     through = [cost(result) for result in results if result.success]
     best = min(through, default=math.inf)
-    results = [
-        follow_path(chain, targets, start, settings, max_step)
-        if not result.success and (cost(result) < best if spare else not through)
-        else result
-        for start, result in zip(starts, results, strict=True)
-    ]
+    stopped = [k for k, result in enumerate(results) if not result.success]
+    if through:  # else every stopped start is rescued: one must get through if any can
+        cheaper = [k for k in stopped if cost(results[k]) < best] if spare else []
+        stopped = sorted(cheaper, key=lambda k: cost(results[k]))[:1]
+    for k in stopped:
+        results[k] = follow_path(chain, targets, starts[k], settings, max_step)
 
     def rank(result: PathResult) -> tuple[int, float]:
         """Furthest first, then the least travel."""
