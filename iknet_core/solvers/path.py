@@ -140,7 +140,8 @@ RECAP_FACTOR = 1.7
 # smaller. On 3,200 random Panda paths (iknet-path-bench seeds 0 to 15), 7 had one (the largest
 # 18.6 times its curve's largest step, another 10.9 and 6.9); none after, the largest ratio 2.48,
 # and 3,141 instead of 3,135 within 1.5x, at the same rate (seeds 0 to 3 have none). Since
-# STEADY_STEP_FACTOR, 4 have one (11.4 and 5.9 times their curve's largest step, two below 1.6).
+# STEADY_STEP_FACTOR (and before RECAP_FACTOR), 4 had one: 11.4 and 5.9 times their curve's
+# largest step, and two at 1.3 and 1.6 times.
 JUMP_FACTOR = 3.0
 # Finally, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
 # median step is solved again from the midpoint of its neighbours and kept where its larger step
@@ -238,11 +239,12 @@ def alternative_paths(
     spare = chain.n_joints > path_settings.task_dimensions
     through = [cost(result) for result in results if result.success]
     best = min(through, default=math.inf)
-    stopped = [k for k, result in enumerate(results) if not result.success]
+    rescued = [k for k, result in enumerate(results) if not result.success]
     if through:  # else every stopped start is rescued: one must get through if any can
-        cheaper = [k for k in stopped if cost(results[k]) < best] if spare else []
-        stopped = sorted(cheaper, key=lambda k: cost(results[k]))[:1]
-    for k in stopped:
+        cheaper = [k for k in rescued if cost(results[k]) < best] if spare else []
+        cheapest = min(cheaper, key=lambda k: cost(results[k]), default=None)
+        rescued = [] if cheapest is None else [cheapest]
+    for k in rescued:
         results[k] = follow_path(chain, targets, starts[k], settings, max_step)
 
     def rank(result: PathResult) -> tuple[int, float]:
@@ -301,7 +303,8 @@ def follow_path(
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
-    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR), on
+    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR,
+    RECAP_FACTOR, JUMP_FACTOR), on
     an arm with none to spare the twins near a singularity (path_branches), and on any arm the
     mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
     0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended

@@ -39,7 +39,7 @@ WIDER_SEARCH_OFFSETS = np.array([0.05, 0.2])
 # Where that leaves a path stopped too, a third, twice as wide with the wider offsets: on 3,200
 # random Panda paths (iknet-path-bench seeds 0 to 15, its tolerance), 1 stopped after the second
 # search, and this linked it (~50 ms); as wide with SEARCH_OFFSETS alone linked 2 of the 3 that
-# the first search left.
+# the first search left at that tolerance.
 WIDEST_SEARCH_WIDTH = 32
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
