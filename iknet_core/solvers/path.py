@@ -37,7 +37,12 @@ from iknet_core.solvers.path_search import (
     WIDEST_SEARCH_WIDTH,
     search_path,
 )
-from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES, mend_spikes, smooth_path
+from iknet_core.solvers.path_smoothing import (
+    SMOOTHING_PASSES,
+    largest_over_median_step,
+    mend_spikes,
+    smooth_path,
+)
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
@@ -372,8 +377,7 @@ def follow_path(
     def within_reach(waypoint: int) -> bool:
         """Restarts from the start joints and the last waypoint reached get within
         REACH_SLACK tolerances of the waypoint inside the limits."""
-        restarts = max(settings.restarts, DEFAULT_SETTINGS.restarts)
-        refiner = Refiner(chain, replace(settings, restarts=restarts), bounds='limits')
+        refiner = _reach_refiner(chain, settings)
         seeds = np.stack([start, joints[waypoint - 1] if waypoint else start])
         refined = refiner.refine(
             np.repeat(positions[waypoint : waypoint + 1], 2, 0),
@@ -629,6 +633,14 @@ def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     return np.clip(start, *joint_bounds(chain, 'limits'))
 
 
+@functools.lru_cache(maxsize=8)
+def _reach_refiner(chain: Chain, settings: SolverSettings) -> Refiner:
+    """follow_path's within-reach check's refiner, with restarts, inside the limits: kept per
+    chain and settings, as building one costs more than the check."""
+    restarts = max(settings.restarts, DEFAULT_SETTINGS.restarts)
+    return Refiner(chain, replace(settings, restarts=restarts), bounds='limits')
+
+
 def joint_steps(joints: np.ndarray) -> np.ndarray:
     """The largest joint change (rad) between consecutive waypoints: (..., T - 1) for joint
     waypoints (..., T, n), paths stacked or not; the measure of follow_path's max_step."""
@@ -663,10 +675,7 @@ def _goes_further(
 def _stands_out(joints: np.ndarray, factor: float) -> bool:
     """Whether the largest joint step of a path of at least SPIKE_MIN_WAYPOINTS is more than
     factor times its median step."""
-    if len(joints) < SPIKE_MIN_WAYPOINTS:
-        return False
-    steps = joint_steps(joints)
-    return bool(steps.max() > factor * np.median(steps))
+    return len(joints) >= SPIKE_MIN_WAYPOINTS and largest_over_median_step(joints) > factor
 
 
 def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_step: float) -> str:

@@ -165,6 +165,21 @@ def _steps(path, out):
 
 
 @njit(cache=True)
+def largest_over_median_step(path):
+    """The largest joint step of path (T, n) over its median step (_step's measure; inf where
+    the median is 0 and a step is not, 0 where none moves): how far a step stands out, compiled
+    because follow_path asks after every stage and np.median costs more than the path."""
+    if path.shape[0] < 2:
+        return 0.0
+    steps = np.empty(path.shape[0] - 1)
+    _steps(path, steps)
+    largest, median = steps.max(), np.median(steps)
+    if median > 0.0:
+        return largest / median
+    return np.inf if largest > 0.0 else 0.0
+
+
+@njit(cache=True)
 def _squared_travel(path, weights):
     total = 0.0
     for t in range(1, path.shape[0]):
