@@ -39,9 +39,9 @@ from iknet_core.solvers.path_search import (
 )
 from iknet_core.solvers.path_smoothing import (
     SMOOTHING_PASSES,
-    largest_over_median_step,
     mend_spikes,
     smooth_path,
+    step_stands_out,
 )
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.refine import Refiner
@@ -675,7 +675,7 @@ def _goes_further(
 def _stands_out(joints: np.ndarray, factor: float) -> bool:
     """Whether the largest joint step of a path of at least SPIKE_MIN_WAYPOINTS is more than
     factor times its median step."""
-    return len(joints) >= SPIKE_MIN_WAYPOINTS and largest_over_median_step(joints) > factor
+    return len(joints) >= SPIKE_MIN_WAYPOINTS and step_stands_out(joints, factor)
 
 
 def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_step: float) -> str:

@@ -165,18 +165,15 @@ def _steps(path, out):
 
 
 @njit(cache=True)
-def largest_over_median_step(path):
-    """The largest joint step of path (T, n) over its median step (_step's measure; inf where
-    the median is 0 and a step is not, 0 where none moves): how far a step stands out, compiled
-    because follow_path asks after every stage and np.median costs more than the path."""
+def step_stands_out(path, factor):
+    """Whether the largest joint step of path (T, n) is more than factor times its median step
+    (_step's measure): compiled, because follow_path asks after every stage and np.median cost
+    more than the path's own check."""
     if path.shape[0] < 2:
-        return 0.0
+        return False
     steps = np.empty(path.shape[0] - 1)
     _steps(path, steps)
-    largest, median = steps.max(), np.median(steps)
-    if median > 0.0:
-        return largest / median
-    return np.inf if largest > 0.0 else 0.0
+    return steps.max() > factor * np.median(steps)
 
 
 @njit(cache=True)

@@ -19,6 +19,7 @@ from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.path import follow_path
+from iknet_core.solvers.path_smoothing import step_stands_out
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
@@ -39,12 +40,14 @@ def exercise(solver: Solver) -> None:
 def exercise_path(chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
     """follow_path's kernels once, on a three-waypoint path inside the limits; and its
     positions with a bound on the step that stops the path, so that (with a joint to spare)
-    the self-motion search compiles too."""
+    the self-motion search compiles too; and the check of a step standing out, which a path
+    that short is not asked."""
     low, high = joint_bounds(chain, 'limits')
     joints = np.clip(0.1 + np.array([[0.0], [0.01], [0.02]]), low, high)  # (3, n)
     poses = pose_from_joints(chain, joints)
     follow_path(chain, poses, joints[0], settings)
     follow_path(chain, poses[:, :3], joints[0], settings, max_step=1e-6)
+    step_stands_out(joints, 1.0)
 
 
 def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) -> list[str]:
