@@ -31,6 +31,8 @@ from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.path_branches import other_branches
 from iknet_core.solvers.path_search import (
+    NARROW_SEARCH_OFFSETS,
+    NARROW_SEARCH_WIDTH,
     SEARCH_OFFSETS,
     SEARCH_WIDTH,
     WIDER_SEARCH_OFFSETS,
@@ -108,15 +110,6 @@ SPIKE_FACTOR = 2.0
 SPIKE_MIN_WAYPOINTS = 10
 SPIKE_SEARCH_WIDTH = 4
 SPIKE_BOUNDS = (1.6, 2.0, 2.5)
-# Then a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is still more than CAP_FACTOR
-# times its median step is searched once more with no step above CAP_SHARE of its largest
-# (smoothed, kept where its largest step is smaller): on 200 random Panda paths, 82 were
-# searched, and the paths within 1.5x their curve's largest step went from 94.5 to 96.5 % (96.5
-# to 97.5 and 95.5 to 96.0 % on two other 200) for ~5 % of the waypoints/s (a search under a
-# cap it cannot keep stops early). Caps of 0.7 then 0.85 gave 97.5 % for 15 %; a factor of 1.6,
-# 96.5 % on 47 paths; 1.4 with a cap of 0.8, 97.0 % on 111.
-CAP_FACTOR = 1.5
-CAP_SHARE = 0.75
 # Then a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is more than PEAK_FACTOR times
 # its median step is smoothed again with each joint's change weighted by 1 + (the change / the
 # median step) ** PEAK_POWER (path_smoothing): least travel, with large changes dearer, and kept
@@ -129,25 +122,32 @@ CAP_SHARE = 0.75
 # a power of 3 or 6 passes did no better.
 PEAK_FACTOR = 1.3
 PEAK_POWER = 2.0
-# Then a path whose largest step is still more than RECAP_FACTOR times its median step is
-# searched under the cap again (CAP_SHARE of its largest step), its candidates seeded at the
-# wider offsets (path_search.WIDER_SEARCH_OFFSETS), and kept where its largest step is smaller:
-# the weighted smoothing has lowered its peaks, and with the offsets the search finds more
-# paths through the self-motion under a bound. On 3,200 random Panda paths (iknet-path-bench
-# seeds 0 to 15), those within 1.5x went from 3,146 to 3,154 (seeds 6 to 15, not looked at while
-# choosing it: 1,969 to 1,973) for ~2.5 % of the waypoints/s (seeds 0 to 5, interleaved runs); a
-# factor of 1.6 gave 3,160 for ~9 %, 1.5 gave 3,163 for ~13 %.
-RECAP_FACTOR = 1.7
-# A path whose largest step is still more than JUMP_FACTOR times its median step after all that
-# has what is a jump in all but name (under max_step, which a path's large spacing makes
-# generous): its self-motion is searched once more, SEARCH_WIDTH wide with the wider offsets
+# A path whose largest step is still more than JUMP_FACTOR times its median step after all that has
+# what is a jump in all but name (under max_step, which a path's large spacing makes generous): its
+# self-motion is searched once more, SEARCH_WIDTH wide with the wider offsets
 # (path_search.WIDER_SEARCH_OFFSETS), under SPIKE_BOUNDS, and kept where its largest step is
 # smaller. On 3,200 random Panda paths (iknet-path-bench seeds 0 to 15), 7 had one (the largest
 # 18.6 times its curve's largest step, another 10.9 and 6.9); none after, the largest ratio 2.48,
 # and 3,141 instead of 3,135 within 1.5x, at the same rate (seeds 0 to 3 have none). Since
-# STEADY_STEP_FACTOR (and before RECAP_FACTOR), 4 had one: 11.4 and 5.9 times their curve's
-# largest step, and two at 1.3 and 1.6 times.
+# STEADY_STEP_FACTOR (with two capped searches at 0.75 before this stage), 4 had one: 11.4 and 5.9
+# times their curve's largest step, and two at 1.3 and 1.6 times.
 JUMP_FACTOR = 3.0
+# Last on such an arm, a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is still more
+# than CAP_FACTOR times its median step is searched once more with no step above CAP_SHARE of its
+# largest (path_search's narrow search), and the path found, smoothed, is kept where its largest
+# step is smaller: the greedy follower can take the self-motion into a region where the whole path
+# needs larger joint steps than its curve's, which no smoothing gets it out of. On 3,200 random
+# Panda paths (iknet-path-bench seeds 0 to 15), those within 1.5x went from 3,154 to 3,169 (seeds 3
+# to 15, not looked at while choosing it: 2,562 to 2,573) for ~11 % of the waypoints/s (seeds 0 to
+# 2, interleaved runs; the narrow first rescue search gained 12 %), in place of two searches 4 wide
+# under 0.75 of the largest step, one before the weighted smoothing and one after it with the wider
+# offsets. A factor of 1.4 gave 1,191 instead of 1,188 of seeds 0 to 5's 1,200, for ~20 % of the
+# rate; the search on every path left none of seeds 0 to 2's over 1.5x, at 2.35 ms a path (over
+# half the rest's time).
+# On an arm with no joints to spare, CAP_FACTOR is also the bar under which a path's largest step
+# no longer stands out, so its other twins are not tried (path_branches).
+CAP_FACTOR = 1.5
+CAP_SHARE = 0.85
 # Finally, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
 # median step is solved again from the midpoint of its neighbours and kept where its larger step
 # is smaller (path_smoothing.mend_spikes): near a singularity two branches come close, and the
@@ -216,19 +216,20 @@ def alternative_paths(
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
-    # A start that stops is rescued (followed again, rescue and all) only where that is likely
-    # to pay. On an arm with joints to spare (on these targets: positions are position-only):
-    # the retries and self-motion searches, for the stopped start with the least travel so far
-    # where that is below the best path's whole travel (a rule of thumb: a rescue plans the
-    # whole path again). iknet-path-bench's Panda best of 8, seeds 0 and 1: 3,675 and 3,796
-    # waypoints/s, the paths within 1.5x as from the curve's start alone (99.0 and 98.5 %);
-    # rescuing every stopped start below the best, 2,783 on seed 0 (most such rescues fail,
-    # each after three searches), every stopped start at all, 2,789 and 2,588 (before the
-    # third search); only where no start got through, ~5,400 and ~6,200, but one path in 200
-    # kept a 3x step where the curve's own start, rescued, had none. On an arm with none:
-    # the twins near a singularity (path_branches), only where no start gets to the end. The
-    # twins are the other branches, which the other starts already are, and trying them for
-    # every stopped start cost a UR5 two thirds of its best of 8's rate for the same paths.
+    # A start that stops is rescued (followed again, rescue and all) only where that is likely to
+    # pay. On an arm with joints to spare (on these targets: positions are position-only): the
+    # retries and self-motion searches, for the stopped start with the least travel so far where
+    # that is below the best path's whole travel (a rule of thumb: a rescue plans the whole path
+    # again). iknet-path-bench's Panda best of 8, seeds 0 and 1 (before the narrow searches): 3,675
+    # and 3,796 waypoints/s, the paths within 1.5x as from the curve's start alone (99.0 and
+    # 98.5 %); rescuing every stopped start below the best, 2,783 on seed 0 (most such rescues
+    # fail, each after three searches; four since the narrow one), every stopped start at all,
+    # 2,789 and 2,588 (before the third search); only where no start got through, ~5,400 and
+    # ~6,200, but one path in 200 kept a 3x step where the curve's own start, rescued, had none. On
+    # an arm with none: the twins near a singularity (path_branches), only where no start gets to
+    # the end. The twins are the other branches, which the other starts already are, and trying
+    # them for every stopped start cost a UR5 two thirds of its best of 8's rate for the same
+    # paths.
     results = [
         follow_path(chain, targets, start, settings, max_step, rescue_where_stopped=False)
         for start in starts
@@ -308,8 +309,8 @@ def follow_path(
     from the arm's current joints start (n,) rad; max_step (rad): the largest joint change
     between waypoints (default: from the path's spacing, see STEP_FACTOR); smoothing_passes:
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
-    smoothing for a largest step that stands out (SPIKE_FACTOR, CAP_FACTOR, PEAK_FACTOR,
-    RECAP_FACTOR, JUMP_FACTOR), on
+    smoothing for a largest step that stands out (SPIKE_FACTOR, PEAK_FACTOR, JUMP_FACTOR,
+    CAP_FACTOR), on
     an arm with none to spare the twins near a singularity (path_branches), and on any arm the
     mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
     0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended
@@ -449,6 +450,7 @@ def follow_path(
     found = None
     searched = rescue and failed < count and within_reach(failed)
     rescue_searches = (
+        (NARROW_SEARCH_WIDTH, NARROW_SEARCH_OFFSETS),
         (SEARCH_WIDTH, SEARCH_OFFSETS),
         (SEARCH_WIDTH, WIDER_SEARCH_OFFSETS),
         (WIDEST_SEARCH_WIDTH, WIDER_SEARCH_OFFSETS),
@@ -472,25 +474,21 @@ def follow_path(
             # A rescued path was searched under max_step already.
             step_bounds = bounds_below if rescued else [*bounds_below, max_step]
             joints, errors = lower_largest_step(joints, errors, step_bounds)
-        # A largest step that still stands out: one more search, capped below it.
-        if _stands_out(joints, CAP_FACTOR):
-            cap = CAP_SHARE * _largest_step(joints)
-            joints, errors = lower_largest_step(joints, errors, [cap])
         # Peaks that still stand out: smoothed again, large joint changes weighted up.
         if _stands_out(joints, PEAK_FACTOR):
             candidate, candidate_errors = joints.copy(), errors.copy()
             smooth(candidate, candidate_errors, stopped=False, peak_power=PEAK_POWER)
             joints, errors = _lower_largest_step(candidate, candidate_errors, joints, errors)
-        # Still standing out: the capped search again, its candidates seeded wider.
-        if _stands_out(joints, RECAP_FACTOR):
-            cap = CAP_SHARE * _largest_step(joints)
-            joints, errors = lower_largest_step(
-                joints, errors, [cap], SPIKE_SEARCH_WIDTH, WIDER_SEARCH_OFFSETS
-            )
         # A step that still stands out like a jump: the widest search, under the spike bounds.
         if _stands_out(joints, JUMP_FACTOR):
             joints, errors = lower_largest_step(
                 joints, errors, spike_bounds(joints), SEARCH_WIDTH, WIDER_SEARCH_OFFSETS
+            )
+        # A largest step that still stands out: the narrow search, capped below it.
+        if _stands_out(joints, CAP_FACTOR):
+            cap = CAP_SHARE * _largest_step(joints)
+            joints, errors = lower_largest_step(
+                joints, errors, [cap], NARROW_SEARCH_WIDTH, NARROW_SEARCH_OFFSETS
             )
     if smoothing_passes > 0:
         mend_spikes(

@@ -11,9 +11,9 @@ links them by dynamic programming to the least squared joint travel with no step
 bound; the path is then the chain of links back from the last waypoint. All 9 of those paths
 are followed with it. It costs SEARCH_WIDTH x (1 + 2 x directions x offsets) short refinements
 per waypoint (48 on Panda poses, 80 on its positions), so follow_path runs it only where
-following stopped at a waypoint the arm can reach, and, path.SPIKE_SEARCH_WIDTH wide, on a
-followed path with a spike or a largest step that stands out (path.SPIKE_FACTOR,
-path.CAP_FACTOR).
+following stopped at a waypoint the arm can reach, narrower on a followed path with a spike or
+a largest step that stands out (path.SPIKE_FACTOR, path.CAP_FACTOR), and as wide on one with a
+jump in all but name (path.JUMP_FACTOR).
 """
 
 from __future__ import annotations
@@ -32,15 +32,25 @@ SEARCH_WIDTH = 16
 # retry left stopped, 0.1 linked all 9 at ~17 ms each; 0.05 or 0.2 linked 8, and two sizes
 # (0.05 and 0.2) all 9 at ~28 ms.
 SEARCH_OFFSETS = np.array([0.1])
-# Where those leave a path stopped, a second search with two sizes: on 2,400 other random Panda
-# paths (seeds 4 to 15, the default tolerance), 3 stopped after a search with SEARCH_OFFSETS
-# alone, and these linked all 3 (~28 ms a path; at iknet-path-bench's tolerance, 1 stays).
+# Where those leave a path stopped (after the narrow search below), a wide search with two sizes:
+# on 2,400 other random Panda paths (seeds 4 to 15, the default tolerance), 3 stopped after a
+# search with SEARCH_OFFSETS alone, and these linked all 3 (~28 ms a path; at iknet-path-bench's
+# tolerance, 1 stays).
 WIDER_SEARCH_OFFSETS = np.array([0.05, 0.2])
-# Where that leaves a path stopped too, a third, twice as wide with the wider offsets: on 3,200
-# random Panda paths (iknet-path-bench seeds 0 to 15, its tolerance), 1 stopped after the second
-# search, and this linked it (~50 ms); as wide with SEARCH_OFFSETS alone linked 2 of the 3 that
+# Where that leaves a path stopped too, one twice as wide with the wider offsets: on 3,200
+# random Panda paths (iknet-path-bench seeds 0 to 15, its tolerance), 1 stopped after the two
+# 16 wide, and this linked it (~50 ms); as wide with SEARCH_OFFSETS alone linked 2 of the 3 that
 # the first search left at that tolerance.
 WIDEST_SEARCH_WIDTH = 32
+# The cheap search, tried first where following stops and used for a largest step that stands out
+# (path.CAP_FACTOR): a beam NARROW_SEARCH_WIDTH wide seeded NARROW_SEARCH_OFFSETS along the null
+# space. On the 8 random Panda paths of iknet-path-bench seeds 0 to 2 whose largest step stayed
+# over 1.5 times their curve's, a search under 0.85 times their largest step linked all 8 under 1.5
+# times their curve's at 6 ms each (at 4 wide, 6 of 8; 8 wide with offsets of 0.2, 2 of 8, with 0.1
+# and 0.3, 3 of 8, with 0.05 and 0.2, all 8 at 14 ms). Where following stopped, it linked 23 of the
+# 25 paths that the first wide search linked, at 7.5 ms instead of 17 ms each.
+NARROW_SEARCH_WIDTH = 6
+NARROW_SEARCH_OFFSETS = np.array([0.05])
 # Null-space directions per kept solution (fewer where the null space is smaller): the
 # projector's two largest columns, made orthogonal.
 SEARCH_DIRECTIONS = 2
