@@ -87,8 +87,8 @@ LIMIT_PULL = 0.01
 # refinement stalled just short of the tolerance) is followed again from its start with the pull
 # weighted towards the joints near a limit (by 1 / (4 u (1 - u)), u the joint's place in its
 # range), at these strengths until one goes through: on 200 random Panda paths, 184 -> 191
-# followed (188 -> 194 on another 200), with the same largest steps on the paths the first pass
-# followed; the self-motion search (path_search) takes the rest.
+# followed (188 -> 194 on another 200; both with LIMIT_PULL at 0.05), with the same largest steps
+# on the paths the first pass followed; the self-motion search (path_search) takes the rest.
 RETRY_PULLS = (0.05, 0.1, 0.2, 0.5)
 # The retries and the search run only where the stop is within reach: Levenberg-Marquardt with
 # restarts inside the limits, from the start joints and from the last waypoint reached, gets
@@ -101,8 +101,9 @@ REACH_SLACK = 100.0
 # median step (a smooth joint curve's was at most 1.88 times on 400 random Panda curves; paths of
 # fewer than SPIKE_MIN_WAYPOINTS are not judged) has a spike the greedy follower walked into: its
 # self-motion is searched too (path_search, SPIKE_SEARCH_WIDTH solutions per waypoint) with no
-# joint step above SPIKE_BOUNDS times the median step, the tightest bound first, then under
-# max_step (unless the path came from a search under it), until one links the whole path;
+# joint step above SPIKE_BOUNDS times the median step, the tightest bound first, then the
+# tightest again wider (SPIKE_RETRY_WIDTH), then under max_step (unless the path came from a
+# search under it), until one links the whole path;
 # that path is smoothed and kept where its largest step is smaller. Under max_step alone the
 # search, which links by least travel, often keeps the spike. On 200 random Panda paths, 18
 # were searched, and the paths within 1.5x their curve's largest step went from 89.0 % to
@@ -483,9 +484,10 @@ def follow_path(
         if _stands_out(joints, SPIKE_FACTOR):
             bounds_below = spike_bounds(joints)
             searches = [(SPIKE_SEARCH_WIDTH, bound) for bound in bounds_below]
-            searches += [(SPIKE_RETRY_WIDTH, bound) for bound in bounds_below[:1]]
-            # A rescued path was searched under max_step already.
-            searches += [] if rescued else [(SPIKE_SEARCH_WIDTH, max_step)]
+            if bounds_below:  # the tightest (SPIKE_BOUNDS rise), wider
+                searches.append((SPIKE_RETRY_WIDTH, bounds_below[0]))
+            if not rescued:  # a rescued path was searched under max_step already
+                searches.append((SPIKE_SEARCH_WIDTH, max_step))
             joints, errors = lower_largest_step(joints, errors, searches)
         # Peaks that still stand out: smoothed again, large joint changes weighted up.
         if _stands_out(joints, PEAK_FACTOR):
