@@ -79,9 +79,11 @@ STEADY_STEP_FACTOR = 1.5
 # back off it, which then needs larger steps of the other joints; the smoothest goes on through
 # it, as a smooth joint curve does. On 6,400 random UR5 paths (iknet-path-bench seeds 0 to 31),
 # those within 1.5x their curve's largest step went from 6,386 to 6,399, at a higher rate (fewer
-# paths have a step that stands out for path_branches to try twins for); UR3 and UR10 (example-
-# robot-data, 800 paths each) from 798 and 797 to 800; the OM-X's 3,200 stay followed. An arm
-# with joints to spare keeps the nearest: its tries differ along the self-motion, not by branch.
+# paths have a step that stands out for path_branches to try twins for); example-robot-data's
+# UR3, UR10 and Z1 (seeds 0 to 15) from 3,191, 3,195 and 3,199 to all 3,200; the OM-X's and
+# SO-101's 3,200 stay within 1.5x. An arm with joints to spare keeps the nearest: its tries differ
+# along the self-motion, not by branch (ranked the smoothest way, seeds 0 to 3 kept 799 of 800
+# Panda paths within 1.5x, as the nearest did).
 SMOOTHEST_CONTINUATION = True
 # Redundant arms move their spare joints, per waypoint, this share of the way from the previous
 # waypoint towards the middle of their limits: a 7-joint arm that only kept its joints near the
