@@ -30,6 +30,11 @@ def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
         help=f'a named arm: omx, or {", ".join(sorted(EXAMPLE_ROBOTS))} (their URDFs come from '
         'the example-robot-data package)',
     )
+    add_urdf_arguments(group)
+
+
+def add_urdf_arguments(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--urdf FILE with --base and --tip: an arm from its robot description."""
     group.add_argument(
         '--urdf', type=Path, default=None, help='robot description: a .urdf or .urdf.xacro file'
     )
@@ -77,15 +82,23 @@ def solutions_subset(args: argparse.Namespace, count: int) -> np.ndarray:
 
 def chain_from_args(args: argparse.Namespace) -> Chain | None:
     """The chain --chain or --urdf/--base/--tip name, or None when neither is given."""
-    if args.urdf is not None:
-        if args.chain is not None:
-            raise ValueError('give --chain or --urdf, not both')
-        if not (args.base and args.tip):
-            raise ValueError('--urdf needs --base and --tip (the links the chain runs between)')
-        return chain_from_urdf(args.urdf, args.base, args.tip)
-    if args.base or args.tip:
-        raise ValueError('--base and --tip name links of a --urdf; give the --urdf too')
+    if args.urdf is not None and args.chain is not None:
+        raise ValueError('give --chain or --urdf, not both')
+    from_urdf = urdf_chain_from_args(args)
+    if from_urdf is not None:
+        return from_urdf
     return named_chain(args.chain) if args.chain is not None else None
+
+
+def urdf_chain_from_args(args: argparse.Namespace) -> Chain | None:
+    """The chain --urdf/--base/--tip name, or None without --urdf."""
+    if args.urdf is None:
+        if args.base or args.tip:
+            raise ValueError('--base and --tip name links of a --urdf; give the --urdf too')
+        return None
+    if not (args.base and args.tip):
+        raise ValueError('--urdf needs --base and --tip (the links the chain runs between)')
+    return chain_from_urdf(args.urdf, args.base, args.tip)
 
 
 def add_recording_arguments(

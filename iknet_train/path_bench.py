@@ -39,6 +39,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_core.solvers.warm_up import exercise_path
 from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.cli import add_urdf_arguments, urdf_chain_from_args
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 from iknet_train.plots import save_figure
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--chains', nargs='+', default=['omx', 'panda', 'ur5'], help='arms by name'
     )
+    add_urdf_arguments(parser.add_argument_group('an arm from its URDF, in place of --chains'))
     parser.add_argument('--paths', type=int, default=200, help='random paths per arm')
     parser.add_argument('--waypoints', type=int, default=100, help='waypoints per path')
     parser.add_argument(
@@ -123,8 +125,9 @@ def run(args: argparse.Namespace) -> dict:
     peers = [peer for peer in args.peers if is_installed(peer)]
     for peer in sorted(set(args.peers) - set(peers)):
         report['skipped'][peer] = f'{PEER_PACKAGES[peer][1]} is not installed'
-    for name in args.chains:
-        chain = named_chain(name)
+    from_urdf = urdf_chain_from_args(args)
+    arms = {from_urdf.name: from_urdf} if from_urdf else {n: named_chain(n) for n in args.chains}
+    for name, chain in arms.items():
         curves = smooth_joint_paths(chain, args.paths, args.waypoints, args.seed)
         poses = pose_from_joints(chain, curves)
         joints, seconds = follow_with_iknet(chain, curves, poses, settings)

@@ -1015,6 +1015,29 @@ def test_the_path_benchmark_reports_every_arm(tmp_path):
     assert main(['--chains', 'nonesuch', '--paths', '1', '--peers', '--out', str(out)]) == 1
 
 
+def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path):
+    import json
+
+    from iknet_core.kinematics.urdf import chain_to_urdf
+    from iknet_train.path_bench import main
+
+    urdf = tmp_path / 'arm.urdf'
+    urdf.write_text(chain_to_urdf(OMX_CHAIN))
+    out = tmp_path / 'report'
+    links = ['--base', OMX_CHAIN.base_frame, '--tip', OMX_CHAIN.tip_frame]
+    argv = ['--paths', '3', '--waypoints', '40', '--peers', '--alternatives', '0']
+    argv += ['--out', str(out)]
+    assert main(['--urdf', str(urdf), *links, *argv]) == 0
+    arms = json.loads((out / 'path_bench.json').read_text())['arms']
+    assert len(arms) == 1  # in place of --chains
+    (followed,) = arms.values()
+    assert followed['iknet follow_path']['paths'] == 3
+    assert followed['iknet follow_path']['paths_within_step_target'] == 1.0
+    assert main(['--urdf', str(urdf), '--base', OMX_CHAIN.base_frame, *argv]) == 1  # no --tip
+    assert main([*links, *argv]) == 1  # links without a --urdf
+    assert main(['--urdf', str(tmp_path / 'nonesuch.urdf'), *links, *argv]) == 1
+
+
 def test_path_metrics_count_stops_and_jumps_and_peers_start_from_their_last_answer():
     from iknet_core.solvers.settings import SolverSettings
     from iknet_train.path_bench import follow_with_peer, path_metrics
