@@ -33,13 +33,13 @@ def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
     add_urdf_arguments(group)
 
 
-def add_urdf_arguments(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_urdf_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--urdf FILE with --base and --tip: an arm from its robot description."""
-    group.add_argument(
+    parser.add_argument(
         '--urdf', type=Path, default=None, help='robot description: a .urdf or .urdf.xacro file'
     )
-    group.add_argument('--base', default=None, help='base link of the chain in --urdf')
-    group.add_argument('--tip', default=None, help='tip link of the chain in --urdf')
+    parser.add_argument('--base', default=None, help='base link of the chain in --urdf')
+    parser.add_argument('--tip', default=None, help='tip link of the chain in --urdf')
 
 
 def add_position_only_argument(parser: argparse.ArgumentParser) -> None:

@@ -45,6 +45,8 @@ from iknet_train.plots import save_figure
 
 REPORT_NAMES = ('path_bench.json', 'path_bench.md', 'path_bench.png')
 PATH_PEERS = ('roboticstoolbox', 'ikpy')
+# The arms benched unless --chains or --urdf says otherwise: the issue's three.
+ARMS = ('omx', 'panda', 'ur5')
 # The issue's bound on a followed path's largest joint step, over its generating curve's.
 STEP_RATIO_TARGET = 1.5
 
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
-        '--chains', nargs='+', default=['omx', 'panda', 'ur5'], help='arms by name'
+        '--chains', nargs='+', default=None, help=f'arms by name (default: {" ".join(ARMS)})'
     )
     add_urdf_arguments(parser.add_argument_group('an arm from its URDF, in place of --chains'))
     parser.add_argument('--paths', type=int, default=200, help='random paths per arm')
@@ -125,9 +127,7 @@ def run(args: argparse.Namespace) -> dict:
     peers = [peer for peer in args.peers if is_installed(peer)]
     for peer in sorted(set(args.peers) - set(peers)):
         report['skipped'][peer] = f'{PEER_PACKAGES[peer][1]} is not installed'
-    from_urdf = urdf_chain_from_args(args)
-    arms = {from_urdf.name: from_urdf} if from_urdf else {n: named_chain(n) for n in args.chains}
-    for name, chain in arms.items():
+    for name, chain in arms_from_args(args).items():
         curves = smooth_joint_paths(chain, args.paths, args.waypoints, args.seed)
         poses = pose_from_joints(chain, curves)
         joints, seconds = follow_with_iknet(chain, curves, poses, settings)
@@ -155,6 +155,17 @@ def run(args: argparse.Namespace) -> dict:
         }
     report['machine'] = machine()
     return report
+
+
+def arms_from_args(args: argparse.Namespace) -> dict[str, Chain]:
+    """The arms to bench by report name: the --urdf arm (named after its robot, else its file),
+    or the --chains (default ARMS)."""
+    from_urdf = urdf_chain_from_args(args)
+    if from_urdf is None:
+        return {name: named_chain(name) for name in args.chains or ARMS}
+    if args.chains is not None:
+        raise ValueError('give --chains or --urdf, not both')
+    return {from_urdf.name or args.urdf.stem: from_urdf}
 
 
 def follow_with_iknet(

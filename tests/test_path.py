@@ -1015,10 +1015,10 @@ def test_the_path_benchmark_reports_every_arm(tmp_path):
     assert main(['--chains', 'nonesuch', '--paths', '1', '--peers', '--out', str(out)]) == 1
 
 
-def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path):
+def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path, capsys):
     import json
 
-    from iknet_core.kinematics.urdf import chain_to_urdf
+    from iknet_core.kinematics.urdf import chain_from_urdf, chain_to_urdf
     from iknet_train.path_bench import main
 
     urdf = tmp_path / 'arm.urdf'
@@ -1029,13 +1029,20 @@ def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path):
     argv += ['--out', str(out)]
     assert main(['--urdf', str(urdf), *links, *argv]) == 0
     arms = json.loads((out / 'path_bench.json').read_text())['arms']
-    assert len(arms) == 1  # in place of --chains
-    (followed,) = arms.values()
-    assert followed['iknet follow_path']['paths'] == 3
-    assert followed['iknet follow_path']['paths_within_step_target'] == 1.0
-    assert main(['--urdf', str(urdf), '--base', OMX_CHAIN.base_frame, *argv]) == 1  # no --tip
-    assert main([*links, *argv]) == 1  # links without a --urdf
-    assert main(['--urdf', str(tmp_path / 'nonesuch.urdf'), *links, *argv]) == 1
+    name = chain_from_urdf(urdf, *links[1::2]).name
+    assert list(arms) == [name]  # in place of --chains
+    assert arms[name]['iknet follow_path']['paths'] == 3
+    assert arms[name]['iknet follow_path']['paths_within_step_target'] == 1.0
+    refused = {
+        'needs --base and --tip': ['--urdf', str(urdf), '--base', OMX_CHAIN.base_frame],
+        'give the --urdf too': links,
+        'does not exist': ['--urdf', str(tmp_path / 'nonesuch.urdf'), *links],
+        'give --chains or --urdf, not both': ['--urdf', str(urdf), *links, '--chains', 'omx'],
+    }
+    for message, arguments in refused.items():
+        capsys.readouterr()
+        assert main([*arguments, *argv]) == 1
+        assert message in capsys.readouterr().err
 
 
 def test_path_metrics_count_stops_and_jumps_and_peers_start_from_their_last_answer():

@@ -1,18 +1,18 @@
-"""Follow a Cartesian path: joint waypoints that reach every pose, keep the start's branch and
-never jump.
+"""Follow a Cartesian path: joint waypoints that reach every pose, keep the start's branch (or
+go on through a singularity the way they were moving) and never jump.
 
 Each waypoint is refined by Levenberg-Marquardt from the previous one (as it is, and carried on
 at its last velocity), with the joints clamped to the software limits and never wrapped: damped
-steps from the previous solution stay on its branch. Arms with joints to spare keep them near
-the previous waypoint and off their limits; where the path still stops short of a waypoint, it
-is followed again with the joints near a limit pulled harder, and where it stops even so, their
-self-motion is searched (path_search). On an arm with no joints to spare, where a path passes
-through a singularity (two branches meeting), it goes on the way its joints were moving
-(SMOOTHEST_CONTINUATION); a path that stops or has a step standing out takes the other branch
-where it passed close by a singularity, if that gets further (path_branches). A waypoint that
-can only be reached with a jump (a branch change away from a singularity, a turn through one) or
-not at all stops the path there, with the reason. The whole path is one compiled call (a
-per-waypoint call from Python would cost more than the refinement).
+steps from the previous solution stay on its branch, except through a singularity. Arms with
+joints to spare keep them near the previous waypoint and off their limits; where the path still
+stops short of a waypoint, it is followed again with the joints near a limit pulled harder, and
+where it stops even so, their self-motion is searched (path_search). On an arm with no joints to
+spare, where a path passes through a singularity (two branches meeting), it goes on the way its
+joints were moving (SMOOTHEST_CONTINUATION); a path that stops or has a step standing out takes
+the other branch where it passed close by a singularity, if that gets further (path_branches). A
+waypoint that can only be reached with a jump (a branch change away from a singularity, a turn
+through one) or not at all stops the path there, with the reason. The whole path is one compiled
+call (a per-waypoint call from Python would cost more than the refinement).
 """
 
 from __future__ import annotations
@@ -69,13 +69,16 @@ MIN_SEGMENT_S = 1e-3
 # the pull back to the previous waypoint lands both tries on about the same solution, and the
 # second cost the Panda a tenth of its rate (iknet-path-bench seeds 0 to 5, interleaved runs:
 # 22,750 -> 25,100 waypoints/s; within 1.5x 3,144 -> 3,146 of 3,200 paths, seeds 0 to 15). On an
-# arm with none, the velocity carries the follower past a singularity on its branch (UR5 seeds
-# 0 to 11 without the second try where the first reached: one more path left its branch).
+# arm with none, the velocity carries the follower on through a singularity (UR5 seeds 0 to 11
+# without the second try where the first reached: one more path left its curve's branch). A
+# first try that reached only with a step above max_step is always tried again.
 STEADY_STEP_FACTOR = 1.5
-# On an arm with no joints to spare, where both tries reach the waypoint on different solutions
-# within max_step (two branches meeting near a singularity), the one that changes the joints'
+# On an arm with no joints to spare, of the two tries that reach the waypoint within max_step
+# (from the second waypoint after the start on: before it, the last step is the move from the
+# start joints onto the path, not the path's velocity), the one that changes the joints'
 # velocity least wins (the largest change of a joint's step from the last step), not the one
-# nearest the previous waypoint: at a singularity the nearest is often the branch that turns
+# nearest the previous waypoint. The two differ where they land on different solutions, two
+# branches meeting near a singularity: there the nearest is often the branch that turns
 # back off it, which then needs larger steps of the other joints; the smoothest goes on through
 # it, as a smooth joint curve does. On 6,400 random UR5 paths (iknet-path-bench seeds 0 to 31),
 # those within 1.5x their curve's largest step went from 6,386 to 6,399, at a higher rate (fewer
@@ -742,8 +745,8 @@ def _follow(
         position_error = orientation_error = np.inf
         # From the previous waypoint, and from it carried on at its last velocity: of the
         # results reached within max_step, the nearest the previous waypoint wins (or the
-        # smoothest), then any reached, then the nearest miss (STEADY_STEP_FACTOR: the first
-        # try may do).
+        # smoothest), then the nearest reached beyond it (a jump), then the nearest miss
+        # (STEADY_STEP_FACTOR: the first try may do).
         steady = 0.0
         for i in range(n):
             steady = max(steady, STEADY_STEP_FACTOR * abs(previous[i] - before[i]))
@@ -766,7 +769,7 @@ def _follow(
             elif trial_step > max_step:
                 key = (1.0, trial_step)
             else:
-                key = (0.0, trial_turn if smoothest else trial_step)
+                key = (0.0, trial_turn if smoothest and t > 1 else trial_step)
             if key < best_key:
                 best_key, best_step = key, trial_step
                 current[:] = trial
