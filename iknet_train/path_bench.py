@@ -160,11 +160,11 @@ def run(args: argparse.Namespace) -> dict:
 def arms_from_args(args: argparse.Namespace) -> dict[str, Chain]:
     """The arms to bench by report name: the --urdf arm (named after its robot, else its file),
     or the --chains (default ARMS)."""
+    if args.urdf is not None and args.chains is not None:
+        raise ValueError('give --chains or --urdf, not both')
     from_urdf = urdf_chain_from_args(args)
     if from_urdf is None:
         return {name: named_chain(name) for name in args.chains or ARMS}
-    if args.chains is not None:
-        raise ValueError('give --chains or --urdf, not both')
     return {from_urdf.name or args.urdf.stem: from_urdf}
 
 
