@@ -672,6 +672,29 @@ def test_through_a_singularity_an_arm_with_no_joints_to_spare_goes_on_the_way_it
     assert path.joint_steps(nearest.joints).max() > 1.5 * path.joint_steps(curve).max()
 
 
+def test_a_path_from_a_start_at_a_singularity_takes_the_starts_twin_where_it_steps_less(
+    monkeypatch,
+):
+    from iknet_core.solvers import kernels, path, path_branches
+
+    # UR5 path 153 of 200 random ones (seed 17) starts with the elbow 0.028 rad from straight
+    # and its curve turns through it. With no velocity yet, the follower keeps the start's side:
+    # the whole path is then the curve's mirror, every step larger (1.75 times the curve's
+    # largest), none standing out. The twin of the first waypoint goes on as the curve does.
+    ur5, curve, targets = random_path('ur5', 200, 153, seed=17)
+    arrays, settings = kernels.ChainArrays.from_chain(ur5), SolverSettings()
+    assert path_branches.starts_near_singularity(curve[0], arrays, settings)
+    assert not path_branches.starts_near_singularity(curve[50], arrays, settings)
+    result = follow_path(ur5, targets, curve[0])
+    assert_followed_within_the_step_bar(ur5, result, curve)
+    assert result.joints[50, 2] * curve[50, 2] > 0.0  # the curve's side of the elbow
+    monkeypatch.setattr(path_branches, 'SINGULAR_START_RATIO', 0.0)
+    mirrored = follow_path(ur5, targets, curve[0])
+    assert mirrored.success, mirrored.reason
+    assert mirrored.joints[50, 2] * curve[50, 2] < 0.0
+    assert path.joint_steps(mirrored.joints).max() > 1.5 * path.joint_steps(curve).max()
+
+
 @pytest.mark.usefixtures('nearest_continuation')
 def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkeypatch):
     from iknet_core.solvers import path
@@ -683,7 +706,9 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     generating = path.joint_steps(curve).max()
     mended = follow_path(ur5, targets, curve[0])
     monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
-    monkeypatch.setattr(path, 'other_branches', lambda *arguments: [])  # the spike's twin too
+    monkeypatch.setattr(
+        path, 'other_branches', lambda *arguments, **keywords: []
+    )  # the spike's twin too
     followed = follow_path(ur5, targets, curve[0])
     assert path.joint_steps(followed.joints).max() > 2.0 * generating
     assert np.abs(followed.joints[45] - curve[45]).max() > 0.2
@@ -725,7 +750,7 @@ def test_a_path_the_start_branch_cannot_finish_takes_the_twin_where_it_passed_a_
     result = follow_path(OMX_CHAIN, targets, curve[0])
     assert_followed_within_the_step_bar(OMX_CHAIN, result, curve)
     np.testing.assert_allclose(result.joints, curve, atol=0.02)  # the curve's branch
-    monkeypatch.setattr(path, 'other_branches', lambda *arguments: [])
+    monkeypatch.setattr(path, 'other_branches', lambda *arguments, **keywords: [])
     kept = follow_path(OMX_CHAIN, targets, curve[0])
     assert kept.failed_at == 87
     assert 'reachable only on another branch' in kept.reason
@@ -755,7 +780,9 @@ def test_a_branch_change_under_a_generous_step_bound_takes_the_twin_around_it(mo
     ur5, curve, targets = random_path('ur5', 200, 80, seed=10)
     result = follow_path(ur5, targets, curve[0])
     branches = path.other_branches
-    monkeypatch.setattr(path, 'other_branches', lambda *arguments: branches(*arguments[:7]))
+    monkeypatch.setattr(
+        path, 'other_branches', lambda *arguments, **keywords: branches(*arguments[:7], **keywords)
+    )
     passes_only = follow_path(ur5, targets, curve[0])
     assert path.joint_steps(passes_only.joints).max() > 1.5
     assert_followed_within_the_step_bar(ur5, result, curve)

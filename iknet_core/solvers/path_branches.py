@@ -12,6 +12,9 @@ to 11) stopped without it and none with it; those followed within 1.5 times thei
 largest step went from 2,360 to 2,395 (seeds 8 to 11, not looked at while building it: 782 to
 797 of 800); the OM-X's stops went from 3 to 0. Trying them around a followed path's largest
 step too, where it stands out, took seeds 0 to 11 to 2,399 (from 2,398 after path.MEND_RUN).
+A path that starts near a singularity has no velocity to go on by, and can follow the mirror of
+its motion with every step larger and none standing out: its start's twins are tried too
+(starts_near_singularity), which took UR5 seeds 0 to 31 from 6,399 to 6,400 of 6,400.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ PASS_REACH = 4
 # singular direction (the elbow through straight) and along each joint (the wrist through
 # aligned, where the twin has the middle wrist joint's sign flipped and its neighbours turned).
 BRANCH_OFFSETS = (0.1, 0.3)
+# A start whose task Jacobian's least singular value is below this share of its greatest (a
+# condition number over 100) starts near a singularity (starts_near_singularity).
+SINGULAR_START_RATIO = 0.01
 
 
 def other_branches(
@@ -51,47 +57,37 @@ def other_branches(
     settings: SolverSettings,
     max_step: float,
     also: tuple[int, ...] = (),
+    *,
+    start_only: bool = False,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(waypoint w, joints (n,) rad) pairs, the most promising first, found as they are asked
     for: exact solutions of target w on another branch than path[w], within max_step of
     path[w - 1], around where path (k, n) passes closest by a singularity (SINGULAR_PASSES,
-    PASS_REACH), and around the waypoints also (where a step stands out). positions (T, 3),
-    rotations (T, 3, 3): every target; bounds: the kernels' (n, 3) joint bounds."""
+    PASS_REACH), and around the waypoints also (where a step stands out); start_only: of the
+    first target only (a path that starts near a singularity, starts_near_singularity).
+    positions (T, 3), rotations (T, 3, 3): every target; bounds: the kernels' (n, 3) joint
+    bounds."""
     count, n = path.shape
     # The twin of target w + 1 is seeded from path[w]: up to the target after the last reached.
     last = min(count, len(positions) - 1)
     if last < 1:
         return  # no waypoint to branch from, or none after it
-    rows = settings.task_dimensions
-    rank = min(rows, n)
-    jacobians = np.empty((count, 6, n))
-    kernels.pose_jacobian_batch(
-        path, arrays.joints, arrays.tip, np.empty((count, 3)), np.empty((count, 3, 3)), jacobians
+    rank = min(settings.task_dimensions, n)
+    jacobians = _task_jacobians(path[:1] if start_only else path, arrays, settings)
+    _, singular_values, directions = np.linalg.svd(jacobians)
+    candidates = (
+        [0]
+        if start_only
+        else _candidates(singular_values[:, rank - 1], last, count < len(positions), also)
     )
-    weighted = jacobians[:, :rows].copy()
-    weighted[:, 3:] *= settings.orientation_weight
-    _, singular_values, directions = np.linalg.svd(weighted)
-    least = singular_values[:, rank - 1]
-    # The start (where the follower has no velocity to go on), and where a path stopped.
-    tried = [0, last - 1] if count < len(positions) else [0]
-    tried += [w for w in also if 0 <= w < last and w not in tried]
-    passes: list[int] = []
-    for w in np.argsort(least[:last], kind='stable'):
-        if len(passes) == SINGULAR_PASSES:
-            break
-        if all(abs(w - other) >= PASS_GAP for other in [*tried, *passes]):
-            passes.append(int(w))
-    # Most promising first: the passes and the waypoints tried (the start, the stop, also), the
-    # closest to a singularity first, and around each, the waypoints nearest it.
-    passes = sorted([*passes, *tried], key=lambda w: least[w])
-    reach = sorted(range(-PASS_REACH, PASS_REACH + 1), key=abs)
-    candidates = dict.fromkeys(min(max(w + lead, 0), last - 1) for w in passes for lead in reach)
     steps = np.array([sign * offset for offset in BRANCH_OFFSETS for sign in (1.0, -1.0)])
     kernel_settings = replace(settings, restarts=0).kernel()  # a restart is not the twin
     for w in candidates:
         # The twin of target w + 1 from path[w], moved along the least singular direction and
-        # along each joint.
-        moves = np.concatenate([directions[w, rank - 1][None], np.eye(n)])
+        # (but from the start) along each joint.
+        moves = directions[w, rank - 1][None]
+        if not start_only:
+            moves = np.concatenate([moves, np.eye(n)])
         seeds = (path[w] + steps[:, None, None] * moves).reshape(-1, n)
         target = w + 1
         twins = _refined(seeds, positions[target], rotations[target], arrays, bounds,
@@ -103,6 +99,56 @@ def other_branches(
         while len(twins):  # one of each group of nearly equal twins
             yield int(target), twins[0]
             twins = twins[np.abs(twins - twins[0]).max(1) >= SAME_SOLUTION_RAD]
+
+
+def starts_near_singularity(
+    start: np.ndarray, arrays: kernels.ChainArrays, settings: SolverSettings
+) -> bool:
+    """Whether the joints start (n,) rad are within SINGULAR_START_RATIO of a singularity: there
+    the branch a path starts on is ambiguous, and with no velocity yet the follower goes on
+    along the side it starts on, which can be the mirror of the path's motion with steps larger
+    throughout and none standing out, so its twins are tried (other_branches) as where a step
+    stands out."""
+    singular_values = np.linalg.svd(
+        _task_jacobians(start[None], arrays, settings)[0], False, False
+    )
+    greatest, least = singular_values[0], singular_values[-1]
+    return bool(least < SINGULAR_START_RATIO * greatest)
+
+
+def _candidates(least: np.ndarray, last: int, stopped: bool, also: tuple[int, ...]) -> list[int]:
+    """The waypoints w whose twins of target w + 1 other_branches tries, the most promising
+    first: least (k,): the least singular value at each waypoint of a path, followed up to
+    waypoint last (where it stopped, if stopped)."""
+    # The start (where the follower has no velocity to go on), and where a path stopped.
+    tried = [0, last - 1] if stopped else [0]
+    tried += [w for w in also if 0 <= w < last and w not in tried]
+    passes: list[int] = []
+    for w in np.argsort(least[:last], kind='stable'):
+        if len(passes) == SINGULAR_PASSES:
+            break
+        if all(abs(w - other) >= PASS_GAP for other in [*tried, *passes]):
+            passes.append(int(w))
+    # Most promising first: the passes and the waypoints tried (the start, the stop, also), the
+    # closest to a singularity first, and around each, the waypoints nearest it.
+    passes = sorted([*passes, *tried], key=lambda w: least[w])
+    reach = sorted(range(-PASS_REACH, PASS_REACH + 1), key=abs)
+    return list(dict.fromkeys(min(max(w + lead, 0), last - 1) for w in passes for lead in reach))
+
+
+def _task_jacobians(
+    path: np.ndarray, arrays: kernels.ChainArrays, settings: SolverSettings
+) -> np.ndarray:
+    """The task Jacobians (k, rows, n) at path (k, n) rad: the rows the target constrains
+    (SolverSettings.task_dimensions), the orientation rows weighted as refinement weighs them."""
+    count, n = path.shape
+    jacobians = np.empty((count, 6, n))
+    kernels.pose_jacobian_batch(
+        path, arrays.joints, arrays.tip, np.empty((count, 3)), np.empty((count, 3, 3)), jacobians
+    )
+    weighted = jacobians[:, : settings.task_dimensions].copy()
+    weighted[:, 3:] *= settings.orientation_weight
+    return weighted
 
 
 def _refined(
