@@ -145,7 +145,8 @@ BAD_DESCRIPTIONS = {
         chain_to_urdf(OMX_CHAIN).replace('name="joint3" type="revolute"', 'name="joint3" '
                                          'type="prismatic"'),
         'world', 'end_effector_link', "joint 'joint3' between 'world' and 'end_effector_link' "
-        'is prismatic',
+        "is prismatic; only revolute, continuous and fixed joints are supported (a chain from "
+        "base link 'joint3_link' on, or up to tip link 'joint2_link', leaves it out)",
     ),
     'mimic': (
         chain_to_urdf(OMX_CHAIN).replace('<child link="joint2_link"/>',

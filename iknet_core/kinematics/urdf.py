@@ -77,12 +77,14 @@ def chain_from_urdf(source: str | Path, base_link: str, tip_link: str) -> Chain:
         if urdf_joint.type not in MOVING_JOINT_TYPES:
             raise UrdfError(
                 f'joint {urdf_joint.name!r} between {base_link!r} and {tip_link!r} is '
-                f'{urdf_joint.type}; only revolute, continuous and fixed joints are supported'
+                f'{urdf_joint.type}; only revolute, continuous and fixed joints are supported '
+                f'{_around(urdf_joint)}'
             )
         if urdf_joint.mimic is not None:
             raise UrdfError(
                 f'joint {urdf_joint.name!r} between {base_link!r} and {tip_link!r} mimics '
-                f'{urdf_joint.mimic.joint!r}; mimic joints inside a chain are not supported'
+                f'{urdf_joint.mimic.joint!r}; mimic joints inside a chain are not supported '
+                f'{_around(urdf_joint)}'
             )
         joints.append(_joint(urdf_joint, origin))
         fixed = np.eye(4)
@@ -169,6 +171,15 @@ def _parse(xml: str, label: str):
     except Exception as error:  # lxml's XMLSyntaxError and yourdfpy's URDFError family
         raise UrdfError(f'{label} is not a valid URDF: {_one_line(error)}') from None
     return urdf.robot
+
+
+def _around(urdf_joint) -> str:
+    """The chains that leave out a joint the chain cannot have, for its error message: a Tiago's
+    arm, say, from its torso lift link on (the lift is prismatic)."""
+    return (
+        f'(a chain from base link {urdf_joint.child!r} on, or up to tip link '
+        f'{urdf_joint.parent!r}, leaves it out)'
+    )
 
 
 def _joints_between(robot, base_link: str, tip_link: str) -> list:
