@@ -8,7 +8,7 @@ import pytest
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
-from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.kinematics.transforms import matrix_from_quaternion, quaternion_from_matrix
 from iknet_core.solvers import AnalyticSolver, Refiner, SolverSettings
 from iknet_core.solvers.path import (
     alternative_paths,
@@ -693,6 +693,32 @@ def test_a_path_from_a_start_at_a_singularity_takes_the_starts_twin_where_it_ste
     assert mirrored.success, mirrored.reason
     assert mirrored.joints[50, 2] * curve[50, 2] < 0.0
     assert path.joint_steps(mirrored.joints).max() > 1.5 * path.joint_steps(curve).max()
+    # The twins tried: of the first target, on the other side of the elbow, one step away.
+    low, high = joint_bounds(ur5, 'limits')
+    bounds = np.stack([low, high, np.zeros_like(low)], -1)
+    positions, rotations = targets[:, :3], matrix_from_quaternion(targets[:, 3:])
+    branches = (mirrored.joints, positions, rotations, arrays, bounds, settings,
+                mirrored.max_step)  # fmt: skip
+    twins = list(path_branches.other_branches(*branches, start_only=True))
+    assert twins and all(first == 1 for first, _ in twins)
+    assert any(twin[2] * curve[1, 2] > 0.0 for _, twin in twins)
+    with pytest.raises(ValueError, match='start_only'):
+        next(path_branches.other_branches(*branches, (5,), start_only=True))
+
+
+def test_a_start_near_a_singularity_keeps_its_side_where_the_twin_steps_no_less():
+    from iknet_core.solvers import kernels, path, path_branches
+
+    # UR5 path 164 of 200 random ones (seed 17) starts near the elbow singularity too, but its
+    # largest step is the same on either side (a joint both sides share): the twin, a tie up to
+    # rounding, would take waypoint 1 across the singularity and back for nothing.
+    ur5, curve, targets = random_path('ur5', 200, 164, seed=17)
+    arrays = kernels.ChainArrays.from_chain(ur5)
+    assert path_branches.starts_near_singularity(curve[0], arrays, SolverSettings())
+    result = follow_path(ur5, targets, curve[0])
+    steps = path.joint_steps(result.joints)
+    np.testing.assert_array_less(0.0, result.joints[:3, 2] * curve[0, 2])  # one side of it
+    assert steps.max() <= 1.5 * path.joint_steps(curve).max()
 
 
 @pytest.mark.usefixtures('nearest_continuation')
@@ -706,9 +732,8 @@ def test_a_waypoint_taken_on_a_nearby_branch_near_a_singularity_is_mended(monkey
     generating = path.joint_steps(curve).max()
     mended = follow_path(ur5, targets, curve[0])
     monkeypatch.setattr(path, 'MEND_FACTOR', math.inf)
-    monkeypatch.setattr(
-        path, 'other_branches', lambda *arguments, **keywords: []
-    )  # the spike's twin too
+    # The spike's twin too.
+    monkeypatch.setattr(path, 'other_branches', lambda *arguments, **keywords: [])
     followed = follow_path(ur5, targets, curve[0])
     assert path.joint_steps(followed.joints).max() > 2.0 * generating
     assert np.abs(followed.joints[45] - curve[45]).max() > 0.2

@@ -146,7 +146,13 @@ BAD_DESCRIPTIONS = {
                                          'type="prismatic"'),
         'world', 'end_effector_link', "joint 'joint3' between 'world' and 'end_effector_link' "
         "is prismatic; only revolute, continuous and fixed joints are supported (a chain from "
-        "base link 'joint3_link' on, or up to tip link 'joint2_link', leaves it out)",
+        "base link 'joint3_link' on or up to tip link 'joint2_link' leaves it out)",
+    ),
+    'prismatic next to the base': (
+        chain_to_urdf(OMX_CHAIN).replace('name="joint1" type="revolute"', 'name="joint1" '
+                                         'type="prismatic"'),
+        'world', 'end_effector_link', "are supported (a chain from base link 'joint1_link' on "
+        'leaves it out)',
     ),
     'mimic': (
         chain_to_urdf(OMX_CHAIN).replace('<child link="joint2_link"/>',

@@ -77,14 +77,14 @@ def chain_from_urdf(source: str | Path, base_link: str, tip_link: str) -> Chain:
         if urdf_joint.type not in MOVING_JOINT_TYPES:
             raise UrdfError(
                 f'joint {urdf_joint.name!r} between {base_link!r} and {tip_link!r} is '
-                f'{urdf_joint.type}; only revolute, continuous and fixed joints are supported '
-                f'{_around(urdf_joint)}'
+                f'{urdf_joint.type}; only revolute, continuous and fixed joints are supported'
+                f'{_around(urdf_joint, base_link, tip_link)}'
             )
         if urdf_joint.mimic is not None:
             raise UrdfError(
                 f'joint {urdf_joint.name!r} between {base_link!r} and {tip_link!r} mimics '
-                f'{urdf_joint.mimic.joint!r}; mimic joints inside a chain are not supported '
-                f'{_around(urdf_joint)}'
+                f'{urdf_joint.mimic.joint!r}; mimic joints inside a chain are not supported'
+                f'{_around(urdf_joint, base_link, tip_link)}'
             )
         joints.append(_joint(urdf_joint, origin))
         fixed = np.eye(4)
@@ -173,13 +173,19 @@ def _parse(xml: str, label: str):
     return urdf.robot
 
 
-def _around(urdf_joint) -> str:
+def _around(urdf_joint, base_link: str, tip_link: str) -> str:
     """The chains that leave out a joint the chain cannot have, for its error message: a Tiago's
-    arm, say, from its torso lift link on (the lift is prismatic)."""
-    return (
-        f'(a chain from base link {urdf_joint.child!r} on, or up to tip link '
-        f'{urdf_joint.parent!r}, leaves it out)'
-    )
+    arm, say, from its torso lift link on (the lift is prismatic). Neither where it would hold
+    no joint (the joint next to the base or the tip link)."""
+    chains = [
+        f'{side} {link!r}{on}'
+        for side, link, on, end in (
+            ('from base link', urdf_joint.child, ' on', tip_link),
+            ('up to tip link', urdf_joint.parent, '', base_link),
+        )
+        if link != end
+    ]
+    return f' (a chain {" or ".join(chains)} leaves it out)' if chains else ''
 
 
 def _joints_between(robot, base_link: str, tip_link: str) -> list:

@@ -75,11 +75,14 @@ MIN_SEGMENT_S = 1e-3
 STEADY_STEP_FACTOR = 1.5
 # On an arm with no joints to spare, a path followed from a start near a singularity
 # (path_branches.starts_near_singularity) with no step standing out is followed again from the
-# start's twins, each only where its first MIRROR_CHECK waypoints have a smaller largest step
-# than the path's (a mirrored path's steps are larger throughout): UR5 seeds 0 to 31, 6,399 ->
-# 6,400 of 6,400 paths within 1.5x the curve's largest step (seed 17 path 153); 13 % of UR3
-# paths start that near; looked at ahead, 84 twins of 800 paths, 24 of them followed to the end.
+# start's twins, each only where its first MIRROR_CHECK waypoints have a largest step at least
+# MIRROR_GAIN smaller than the path's (a mirrored path's steps are larger throughout), and kept
+# where the whole path's is MIRROR_GAIN smaller: UR5 seeds 0 to 31, 6,399 -> 6,400 of 6,400
+# paths within 1.5x the curve's largest step (seed 17 path 153, 1.75x -> 1.00x). The gain keeps
+# ties (a joint both branches share taking the largest step, equal up to rounding) from moving
+# a path onto the other branch for nothing.
 MIRROR_CHECK = 10
+MIRROR_GAIN = 0.01
 # On an arm with no joints to spare, of the two tries that reach the waypoint within max_step
 # (from the second waypoint after the start on: before it, the last step is the move from the
 # start joints onto the path, not the path's velocity), the one that changes the joints'
@@ -263,9 +266,10 @@ def alternative_paths(
     # 2,789 and 2,588 (before the third search); only where no start got through, ~5,400 and
     # ~6,200, but one path in 200 kept a 3x step where the curve's own start, rescued, had none. On
     # an arm with none: the twins near a singularity (path_branches), only where no start gets to
-    # the end. The twins are the other branches, which the other starts already are, and trying
-    # them for every stopped start cost a UR5 two thirds of its best of 8's rate for the same
-    # paths.
+    # the end (a start that follows the path through is still tried on its twins where it starts
+    # near a singularity, MIRROR_CHECK). The twins are the other branches, which the other starts
+    # already are, and trying them for every stopped start cost a UR5 two thirds of its best of
+    # 8's rate for the same paths.
     results = [
         follow_path(chain, targets, start, settings, max_step, rescue_where_stopped=False)
         for start in starts
@@ -347,7 +351,8 @@ def follow_path(
     path_smoothing's, for an arm with joints to spare, then the searches and the weighted
     smoothing for a largest step that stands out (SPIKE_FACTOR, PEAK_FACTOR, JUMP_FACTOR,
     CAP_FACTOR), on
-    an arm with none to spare the twins near a singularity (path_branches), and on any arm the
+    an arm with none to spare the twins near a singularity (path_branches; from a start near
+    one, MIRROR_CHECK), and on any arm the
     mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
     0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended
     (a stopped path on an arm with joints to spare is still followed again and searched);
@@ -390,33 +395,22 @@ def follow_path(
         )  # fmt: skip
         return first + failed, joints, errors, status
 
-    def twin_goes_smaller(path: np.ndarray, first: int, twin: np.ndarray) -> bool:
-        """Whether path (T, n) followed on from the twin at targets[first] has a smaller
-        largest step than path over the next MIRROR_CHECK waypoints: a cheap look before
-        following a start's twin to the end (a mirrored path's steps are larger throughout)."""
+    def twin_steps_less(path: np.ndarray, first: int, twin: np.ndarray) -> bool:
+        """Whether path (T, n) left at targets[first] for the twin (n,) there, and followed on
+        from it, has a largest step at least MIRROR_GAIN smaller than path's over the
+        MIRROR_CHECK waypoints from first - 1 (the step onto the twin included): a cheap look
+        ahead before following a twin to the end. False where the look ahead stops."""
         end = min(count, first + MIRROR_CHECK)
         reached, ahead, _, _ = follow(LIMIT_PULL, False, first, twin, end)
         if reached < end:
             return False
         ahead[first - 1] = path[first - 1]
-        return _largest_step(ahead[first - 1 : end]) < _largest_step(path[first - 1 : end])
+        return _steps_less(ahead[first - 1 : end], path[first - 1 : end])
 
     failed, joints, errors, status = follow(LIMIT_PULL, False)
     followed = failed == count
-    stands_out = followed and _stands_out(joints, SPIKE_FACTOR)
-    # Followed with nothing standing out from a start near a singularity: only the start's
-    # twins, as the path can be the mirror of its motion throughout (starts_near_singularity).
-    singular_start = (
-        not spare
-        and followed
-        and not stands_out
-        and starts_near_singularity(start, arrays, settings)
-    )
-    if (
-        not spare
-        and smoothing_passes > 0
-        and (stands_out or singular_start if followed else rescue_where_stopped)
-    ):
+    stands_out = not spare and followed and _stands_out(joints, SPIKE_FACTOR)
+    if not spare and smoothing_passes > 0 and (stands_out if followed else rescue_where_stopped):
         # Near a singularity the start's branch meets another (path_branches): each twin
         # followed on from, after the path's own waypoints before it.
         path, path_errors, path_status = joints, errors, status
@@ -424,11 +418,8 @@ def follow_path(
         # max_step that the path's spacing made generous.
         largest = (int(np.argmax(joint_steps(path))),) if stands_out else ()
         for first, twin in other_branches(
-            path[:failed], positions, rotations, arrays, bounds, settings, max_step, largest,
-            start_only=singular_start,
-        ):  # fmt: skip
-            if singular_start and not twin_goes_smaller(path, first, twin):
-                continue
+            path[:failed], positions, rotations, arrays, bounds, settings, max_step, largest
+        ):
             retry = follow(LIMIT_PULL, False, first, twin)
             for part, before in zip(retry[1:], (path, path_errors, path_status), strict=True):
                 part[:first] = before[:first]
@@ -436,6 +427,26 @@ def follow_path(
                 failed, joints, errors, status = retry
                 if failed == count and not _stands_out(joints, CAP_FACTOR):
                     break  # followed, no step standing out: the rest would cost for little
+    elif (
+        not spare
+        and smoothing_passes > 0
+        and followed
+        and starts_near_singularity(joints[0], arrays, settings)
+    ):
+        # Followed with nothing standing out, from a start near a singularity: with no velocity
+        # there to choose a side by, the path can be the mirror of its motion, every step
+        # larger (MIRROR_CHECK); the start's twins, each looked at ahead first.
+        for first, twin in other_branches(
+            joints, positions, rotations, arrays, bounds, settings, max_step, start_only=True
+        ):
+            if not twin_steps_less(joints, first, twin):
+                continue
+            retry = follow(LIMIT_PULL, False, first, twin)
+            for part, before in zip(retry[1:], (joints, errors, status), strict=True):
+                part[:first] = before[:first]
+            if retry[0] == count and _steps_less(retry[1], joints):
+                failed, joints, errors, status = retry
+                break
     # Joints to spare, and the path stopped at a waypoint within reach inside the limits (else
     # nothing below could get past it): the retries, while it stops short of a waypoint (pulling
     # joints off their limits does not undo a jump), then the search of the self-motion
@@ -725,6 +736,12 @@ def _lower_largest_step(
     if _largest_step(candidate) < _largest_step(path):
         return candidate, candidate_errors
     return path, errors
+
+
+def _steps_less(candidate: np.ndarray, path: np.ndarray) -> bool:
+    """Whether the candidate waypoints' largest step is at least MIRROR_GAIN smaller than
+    path's (not a tie within rounding)."""
+    return _largest_step(candidate) < (1.0 - MIRROR_GAIN) * _largest_step(path)
 
 
 def _goes_further(

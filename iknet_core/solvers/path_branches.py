@@ -63,10 +63,13 @@ def other_branches(
     """(waypoint w, joints (n,) rad) pairs, the most promising first, found as they are asked
     for: exact solutions of target w on another branch than path[w], within max_step of
     path[w - 1], around where path (k, n) passes closest by a singularity (SINGULAR_PASSES,
-    PASS_REACH), and around the waypoints also (where a step stands out); start_only: of the
-    first target only (a path that starts near a singularity, starts_near_singularity).
+    PASS_REACH), and around the waypoints also (where a step stands out); start_only: only
+    the twins of target 1, seeded from path[0] along the least singular direction alone (a
+    path that starts near a singularity, starts_near_singularity; also must then be empty).
     positions (T, 3), rotations (T, 3, 3): every target; bounds: the kernels' (n, 3) joint
     bounds."""
+    if start_only and also:
+        raise ValueError('other_branches: start_only tries the start alone, not also')
     count, n = path.shape
     # The twin of target w + 1 is seeded from path[w]: up to the target after the last reached.
     last = min(count, len(positions) - 1)
@@ -84,7 +87,7 @@ def other_branches(
     kernel_settings = replace(settings, restarts=0).kernel()  # a restart is not the twin
     for w in candidates:
         # The twin of target w + 1 from path[w], moved along the least singular direction and
-        # (but from the start) along each joint.
+        # (except with start_only) along each joint.
         moves = directions[w, rank - 1][None]
         if not start_only:
             moves = np.concatenate([moves, np.eye(n)])
@@ -104,14 +107,13 @@ def other_branches(
 def starts_near_singularity(
     start: np.ndarray, arrays: kernels.ChainArrays, settings: SolverSettings
 ) -> bool:
-    """Whether the joints start (n,) rad are within SINGULAR_START_RATIO of a singularity: there
-    the branch a path starts on is ambiguous, and with no velocity yet the follower goes on
-    along the side it starts on, which can be the mirror of the path's motion with steps larger
-    throughout and none standing out, so its twins are tried (other_branches) as where a step
-    stands out."""
-    singular_values = np.linalg.svd(
-        _task_jacobians(start[None], arrays, settings)[0], False, False
-    )
+    """Whether the joints start (n,) rad are near a singularity: the least singular value of
+    the task Jacobian (orientation rows weighted by settings.orientation_weight, so the share
+    depends on it) under SINGULAR_START_RATIO of the greatest. There the branch a path starts
+    on is ambiguous, and with no velocity yet the follower goes on along the side it starts on,
+    which can be the mirror of the path's motion, every step larger and none standing out."""
+    jacobian = _task_jacobians(start[None], arrays, settings)[0]
+    singular_values = np.linalg.svd(jacobian, full_matrices=False, compute_uv=False)
     greatest, least = singular_values[0], singular_values[-1]
     return bool(least < SINGULAR_START_RATIO * greatest)
 
