@@ -183,11 +183,12 @@ JUMP_FACTOR = 3.0
 # offsets. A factor of 1.4 gave 1,191 instead of 1,188 of seeds 0 to 5's 1,200, for ~20 % of the
 # rate; the search on every path left none of seeds 0 to 2's over 1.5x, at 2.35 ms a path (over
 # half the rest's time). Measured again with every later stage in place: 1.3 took seeds 11 to 30
-# from 3,967 to 3,974 of 4,000 (seeds 3 to 10: 1,586 to 1,590 of 1,600) for 17 to 20 % of the
-# rate, and 1.0 (every path) fixed no more than 1.3 at half the rate. In half of the misses left
-# the curve passes near a singularity (least singular value under 0.002 of the greatest) that the
-# follower goes round; path_search's beam over the whole path, 32 to 64 wide, took 8 to 11 of
-# seeds 3 to 10's 14 within 1.5x at 55 to 146 ms a path, too slow for every path.
+# from 3,968 to 3,974 of 4,000 (seeds 3 to 10: 1,586 to 1,590 of 1,600) for 10 to 15 % of the rate,
+# and 1.0 (every path) fixed no more, for 17 %: too little for the rate and for the bar's second
+# use (below). In half of the misses left the curve passes near a singularity (least singular value
+# under 0.002 of the greatest) that the follower goes round; path_search's beam over the whole
+# path, 32 to 64 wide, took 8 to 11 of seeds 3 to 10's 14 within 1.5x at 55 to 146 ms a path, too
+# slow for every path.
 # On an arm with no joints to spare, CAP_FACTOR is also the bar under which a path's largest step
 # no longer stands out, so its other twins are not tried (path_branches).
 CAP_FACTOR = 1.5
