@@ -207,6 +207,51 @@ def test_solutions_outside_the_reach_never_succeed():
     assert not POLICY.within_reach(joints[0]) and POLICY.within_reach(joints[1])
 
 
+def test_answers_outside_soft_limits_are_moved_inside_where_a_solution_there_exists():
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    # A Panda with soft limits 0.15 rad inside its URDF limits, as a PR2's safety_controller
+    # gives: refinement from zero, clamped into the reach, ended outside them for about a third
+    # of poses of joints inside them; every one has a solution inside.
+    panda = named_chain('panda')
+    joints = tuple(
+        replace(joint, limits=(joint.reach[0] + 0.15, joint.reach[1] - 0.15))
+        for joint in panda.joints
+    )
+    soft = replace(panda, joints=joints)
+    low, high = joint_bounds(soft, 'limits')
+    q = np.random.default_rng(34).uniform(low, high, (200, 7))
+    positions, rotations = forward_kinematics(soft, q)
+    settings = SolverSettings(tolerance=Tolerance(1e-6, 1e-5))
+    solver = RefinedSolver(constant_proposer(np.zeros(7)), Refiner(soft, settings))
+    solved, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
+    assert settings.tolerance.met(position_errors, orientation_errors).all()
+    assert solver.policy.within_limits(solved).all()
+    for position, rotation in zip(positions[:40], rotations[:40], strict=True):
+        solutions = solver.solve(position, rotation)
+        assert solutions.success and not solutions.left_limits
+        with_seed = solver.solve(position, rotation, seed=np.zeros(7), max_solutions=3)
+        assert with_seed.success and not with_seed.left_limits
+
+
+def test_an_answer_outside_the_limits_stays_where_no_solution_inside_exists():
+    # OM-X joint3 past its software limit (1.4 rad) inside its hand-guided reach: no other
+    # branch of the pose is inside, so refinement inside the limits cannot take it there.
+    q = np.array([0.1, 0.2, 1.45, -0.3])
+    position, rotation = forward_kinematics(OMX_CHAIN, q)
+    settings = SolverSettings(tolerance=EXACT)
+    analytic = AnalyticSolver(OMX_CHAIN, settings).solve(position, rotation, max_solutions=8)
+    assert not analytic.within_limits[analytic.meets_tolerance].any()
+    solver = RefinedSolver(constant_proposer(np.zeros(4)), Refiner(OMX_CHAIN, settings))
+    solutions = solver.solve(position, rotation)
+    assert solutions.success and solutions.left_limits
+    assert_honest(solutions, position, rotation)
+    joints, position_errors, _ = solver.solve_batch(position[None], rotation[None])
+    assert position_errors[0] <= EXACT.position and not POLICY.within_limits(joints[0])
+
+
 def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
     solver = RefinedSolver(noisy_analytic(0.05), refiner)
     q = random_observed_joints(200, seed=32)

@@ -11,8 +11,8 @@ from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
 from iknet_core.solvers.network_kernel import forward_pose
 from iknet_core.solvers.parallel import run_in_blocks
-from iknet_core.solvers.policy import BranchPolicy, select_candidates
-from iknet_core.solvers.refine import Refiner
+from iknet_core.solvers.policy import BranchPolicy, joint_bounds, select_candidates
+from iknet_core.solvers.refine import Refinement, Refiner
 from iknet_core.solvers.result import Solutions
 
 
@@ -131,6 +131,23 @@ class RefinedSolver:
                 f'the network answers {self._network.n_joints} joints, the chain '
                 f'{self.chain.name!r} has {n}'
             )
+        # Where the software limits are narrower than the reach (a URDF's safety_controller
+        # soft limits, the OM-X's hand-guided reach), refinement clamped into the reach can end
+        # outside the limits where a solution inside them exists: such answers are refined again
+        # inside the limits (_into_limits). None where the limits are the reach, or nothing
+        # refines (the `network` solver).
+        limits, reach = joint_bounds(self.chain, 'limits'), joint_bounds(self.chain, 'reach')
+        narrower = bool((limits[0] > reach[0]).any() or (limits[1] < reach[1]).any())
+        refines = refiner.settings.max_iterations > 0
+        self._limits_refiner = (
+            Refiner(self.chain, refiner.settings, 'limits') if narrower and refines else None
+        )
+        self._limits = limits
+        # Restarts inside the limits only on an arm with joints to spare: its solutions inside
+        # them form a continuum that restarts find; an arm with none has a few branches, which
+        # the closed form and the network's hypotheses cover, and restarts that find none
+        # inside cost ~350 us (the OM-X's hand-guided poses past its limits).
+        self._restart_into_limits = n > refiner.settings.task_dimensions
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         _refine_closest(np.zeros((1, n)), np.zeros(3), np.eye(3), *self._first_try_arguments)
         if self._network is not None:
@@ -181,7 +198,7 @@ class RefinedSolver:
                 )
             solutions = Solutions(*first)
             if self._first_try_answers(solutions, lone):
-                return solutions
+                return self._inside_limits_first(solutions, position, rotation, None, 1)
         elif network is not None:
             network.forward_pose(position, rotation, hypotheses)
         if seed is not None:
@@ -207,7 +224,63 @@ class RefinedSolver:
             joints = np.concatenate([joints, again.joints])
             position_errors = np.concatenate([position_errors, again.position_errors])
             orientation_errors = np.concatenate([orientation_errors, again.orientation_errors])
-        return self.policy.select(joints, position_errors, orientation_errors, seed, max_solutions)
+        solutions = self.policy.select(
+            joints, position_errors, orientation_errors, seed, max_solutions
+        )
+        return self._inside_limits_first(solutions, position, rotation, seed, max_solutions)
+
+    def _inside_limits_first(
+        self,
+        solutions: Solutions,
+        position: np.ndarray,
+        rotation: np.ndarray,
+        seed: np.ndarray | None,
+        max_solutions: int,
+    ) -> Solutions:
+        """solutions, ranked again with those that met the tolerance outside the software
+        limits refined inside them (_into_limits) where that reaches the target."""
+        if self._limits_refiner is None or not (solutions.success and solutions.left_limits):
+            return solutions
+        outside = solutions.meets_tolerance & ~solutions.within_limits
+        count = int(outside.sum())
+        moved = self._into_limits(
+            np.repeat(position[None], count, 0),
+            np.repeat(rotation[None], count, 0),
+            solutions.joints[outside],
+        )
+        if not moved.converged.any():
+            return solutions
+        inside = moved.converged
+        return self.policy.select(
+            np.concatenate([solutions.joints, moved.joints[inside]]),
+            np.concatenate([solutions.position_errors, moved.position_errors[inside]]),
+            np.concatenate([solutions.orientation_errors, moved.orientation_errors[inside]]),
+            seed,
+            max_solutions,
+        )
+
+    def _into_limits(
+        self, positions: np.ndarray, rotations: np.ndarray, joints: np.ndarray
+    ) -> Refinement:
+        """Solutions joints (k, n) of targets (k, 3), (k, 3, 3) that left the software limits,
+        clamped into them and refined with the joints held inside (converged: it reached the
+        target there); on an arm with joints to spare, those that stall restart inside the
+        limits. On random poses of joints inside their soft limits, refine-from-zero ended
+        outside them for 28-37 % of TIAGo, TIAGo Pro and PR2 arm poses; the clamped refinement
+        took 91 % of those inside (~6 us each), the restarts the rest (60-110 us each)."""
+        refiner = self._limits_refiner
+        clamped = np.clip(joints, *self._limits)
+        moved = refiner.refine(positions, rotations, clamped, stop_on_stall=True)
+        stalled = ~moved.converged
+        if self._restart_into_limits and stalled.any():
+            again = refiner.refine(
+                positions[stalled], rotations[stalled], moved.joints[stalled], restarts=True
+            )
+            moved.joints[stalled] = again.joints
+            moved.position_errors[stalled] = again.position_errors
+            moved.orientation_errors[stalled] = again.orientation_errors
+            moved.converged[stalled] = again.converged
+        return moved
 
     def _first_try_answers(self, solutions: Solutions, lone: bool) -> bool:
         """The first try is the answer: there is only one seed, no refinement (the `network`
@@ -263,6 +336,15 @@ class RefinedSolver:
             joints[rows] = again.joints[better]
             position_errors[rows] = again.position_errors[better]
             orientation_errors[rows] = again.orientation_errors[better]
+        if self._limits_refiner is not None:
+            outside = self.refiner.tolerance.met(position_errors, orientation_errors)
+            outside &= ~self.policy.within_limits(joints)
+            if outside.any():
+                moved = self._into_limits(positions[outside], rotations[outside], joints[outside])
+                rows = np.flatnonzero(outside)[moved.converged]
+                joints[rows] = moved.joints[moved.converged]
+                position_errors[rows] = moved.position_errors[moved.converged]
+                orientation_errors[rows] = moved.orientation_errors[moved.converged]
         return joints, position_errors, orientation_errors
 
     def _closest_hypothesis(
