@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from dataclasses import replace
 
 import numpy as np
 import rclpy
@@ -126,6 +127,14 @@ class IKServer(Node):
             config.refine_iterations,
         )
         names = available_solvers(chain, network)
+        if config.solver in NETWORK_SOLVERS and network is None and not config.model_path:
+            # No model was given and the shipped ones are for the OM-X: the arm is served
+            # without a network rather than not at all.
+            self.get_logger().warning(
+                f'solver {config.solver!r} needs a model_path trained for {chain.name}: serving '
+                'refine-from-zero'
+            )
+            config = self.config = replace(config, solver='refine-from-zero')
         if config.solver not in names:
             needs = (
                 ' (network solvers need a model_path trained for it)' if network is None else ''
@@ -146,6 +155,8 @@ class IKServer(Node):
         self.chain, self.base_frame = chain, config.base_frame or chain.base_frame
         self.settings = settings
         self.solvers = solvers
+        if self.get_parameter('solver').value != config.solver:
+            self.set_parameters([Parameter('solver', value=config.solver)])
         seconds = time.monotonic() - started
         self.get_logger().info(
             f'ready in {seconds:.1f} s for {chain.name} ({", ".join(chain.joint_names)}; '

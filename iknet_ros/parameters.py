@@ -55,7 +55,11 @@ DESCRIPTIONS = {
     ),
     'device': f'where the network runs: one of {DEVICES} (auto = CUDA when present)',
     'backend': f'network runtime: one of {BACKENDS} (compiled = numba, fastest per query)',
-    'solver': f'default solver: one of {SOLVERS}; a request with refine=true always refines',
+    'solver': (
+        f'default solver: one of {SOLVERS}; a request with refine=true always refines; a network '
+        'solver for an arm with no model_path (the shipped models are for the OM-X) falls back '
+        'to refine-from-zero'
+    ),
     'base_frame': "frame of target poses; '' = the chain's base link",
     'refine_iterations': 'most Levenberg-Marquardt iterations per refinement',
     'position_tolerance': 'success threshold on FK position error (m)',

@@ -73,11 +73,15 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
     publisher = node.create_publisher(String, '/robot_description', latched)
     publisher.publish(String(data=chain_to_urdf(LONG_ARM)))
     log = tmp_path / 'server.log'
+    # The default solver, network+refine, with no model for this arm: refine-from-zero serves.
     processes.start(
         executable('ik_server'), '--ros-args', '-p', 'robot_description_topic:=/robot_description',
-        *LINKS, '-p', 'solver:=refine-from-zero', '-p', 'command_interface:=none', log=log,
+        *LINKS, '-p', 'command_interface:=none', log=log,
     )  # fmt: skip
     assert_serves_the_long_arm(ros, log)
+    text = log.read_text()
+    assert "solver 'network+refine' needs a model_path trained for long_arm" in text
+    assert 'solver refine-from-zero; available' in text
 
 
 def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):
