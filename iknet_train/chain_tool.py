@@ -12,16 +12,16 @@ from pathlib import Path
 
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.urdf import chain_to_urdf
-from iknet_train.cli import add_chain_arguments, chain_from_args
+from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-chain',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    add_chain_arguments(parser)
+    add_chain_arguments(parser, 'the OM-X')
     parser.add_argument(
         '--write-urdf', type=Path, default=None, help='write the chain as a URDF to this file'
     )

@@ -21,9 +21,22 @@ from iknet_train.synthetic import limit_ranges, synthetic_samples
 logger = logging.getLogger(__name__)
 
 
-def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
-    """--chain NAME, or --urdf FILE with --base and --tip: the arm, when no model says it."""
-    group = parser.add_argument_group("robot (default: the model's chain, else the OM-X)")
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each flag's default, except where it is None: a flag whose default depends on
+    others, or whose help says it in words (the shipped dataset/test)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def add_chain_arguments(
+    parser: argparse.ArgumentParser, default: str = "the model's chain, else the OM-X"
+) -> None:
+    """--chain NAME, or --urdf FILE with --base and --tip: the arm, when no model says it;
+    default: what the tool takes without them, for the group's title."""
+    group = parser.add_argument_group(f'robot (default: {default})')
     group.add_argument(
         '--chain',
         default=None,

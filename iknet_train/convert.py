@@ -12,14 +12,14 @@ from pathlib import Path
 from iknet_core.csv_schema import METADATA_FILE
 from iknet_core.kinematics.chain import OMX_CHAIN
 from iknet_train.bags import BagError, convert_bag
-from iknet_train.cli import add_chain_arguments, chain_from_args
+from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-convert',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument('bag', type=Path, help='bag directory, or a .mcap or .db3 file')
     parser.add_argument('out_dir', type=Path, help='directory for the CSV pair (created)')

@@ -19,7 +19,7 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.metrics import wrapped_difference
 from iknet_core.onnx_graph import ExportedNetwork, write_onnx
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.cli import add_model_argument
+from iknet_train.cli import HelpFormatter, add_model_argument
 from iknet_train.synthetic import synthetic_samples
 
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-export',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_model_argument(parser, solvers=False)
     parser.add_argument(

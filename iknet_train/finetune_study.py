@@ -31,7 +31,7 @@ from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.solvers.network import NetworkProposer
-from iknet_train.cli import add_chain_arguments, chain_from_args
+from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
 from iknet_train.train import main as train_main
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-finetune-study',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument('--base-model', type=Path, required=True, help="arm A's model")
     add_chain_arguments(parser)

@@ -11,6 +11,8 @@ import torch
 from pytorch_pfn_extras.training import extensions
 from torch import nn
 
+from iknet_train.schedules import one_cycle
+
 
 def fit(
     model: nn.Module,
@@ -24,9 +26,7 @@ def fit(
     samples (a scalar). Adam at a one-cycle rate peaking at lr."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     iters_per_epoch = max(1, count // batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=lr, total_steps=epochs * iters_per_epoch, pct_start=0.05
-    )
+    scheduler = one_cycle(optimizer, lr, epochs * iters_per_epoch)
     manager = ppe.training.ExtensionsManager(
         model, optimizer, epochs, iters_per_epoch=iters_per_epoch,
         extensions=[extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))],

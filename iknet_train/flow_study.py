@@ -33,6 +33,7 @@ from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, pose_features
 from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.cli import HelpFormatter
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import limit_ranges, synthetic_samples
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='python -m iknet_train.flow_study',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument('--chain', default='omx', help='a named arm')
     parser.add_argument('--synthetic', type=int, default=200_000, help='training samples')

@@ -39,7 +39,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_core.solvers.warm_up import exercise_path
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import add_urdf_arguments, urdf_chain_from_args
+from iknet_train.cli import HelpFormatter, add_urdf_arguments, urdf_chain_from_args
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 from iknet_train.plots import save_figure
 
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-path-bench',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         '--chains', nargs='+', default=None, help=f'arms by name (default: {" ".join(ARMS)})'

@@ -46,6 +46,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.cli import (
+    HelpFormatter,
     add_chain_arguments,
     add_position_only_argument,
     add_target_arguments,
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-sample-bench',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument('--model', type=Path, required=True, help='a mixture checkpoint')
     add_chain_arguments(parser)

@@ -41,6 +41,7 @@ from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
+from iknet_train.cli import HelpFormatter
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='python -m iknet_train.tracking_study',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument('--chains', nargs='+', default=['omx', 'ur5', 'panda'], help='arms')
     parser.add_argument(

@@ -38,6 +38,7 @@ from iknet_core.networks import (
 from iknet_core.resources import TRAIN_DATA
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.cli import (
+    HelpFormatter,
     add_chain_arguments,
     add_recording_arguments,
     chain_from_args,
@@ -50,6 +51,7 @@ from iknet_train.data import (
     time_block_split,
 )
 from iknet_train.losses import LOSSES
+from iknet_train.schedules import one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
 
 logger = logging.getLogger(__name__)
@@ -111,15 +113,6 @@ def per_model(name: str) -> str:
     """' (default: iknet X, reference Y)' for a flag whose default depends on --model."""
     values = ', '.join(f'{model} {getattr(d, name)}' for model, d in TRAIN_DEFAULTS.items())
     return f' (default: {values})'
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows defaults, except for flags whose default depends on --model (None here)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None:
-            return action.help
-        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,6 +218,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def check_flags(args: argparse.Namespace) -> dict:
+    """Refuse flag values that cannot train, naming the flag, before any data is loaded;
+    returns --model-config's overrides."""
+    for flag in ('epochs', 'batch_size', 'patience'):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise ValueError(f'--{flag.replace("_", "-")} must be at least 1, got {value}')
+    if args.lr is not None and not args.lr > 0.0:
+        raise ValueError(f'--lr must be > 0, got {args.lr}')
+    if args.synthetic < 0:
+        raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
+    if not 0.0 < args.train_val_ratio < 1.0:
+        raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
+    try:
+        overrides = json.loads(args.model_config)
+    except json.JSONDecodeError as error:
+        raise ValueError(f'--model-config is not JSON ({error}): {args.model_config!r}') from None
+    if not isinstance(overrides, dict):
+        raise ValueError(
+            f'--model-config must be a JSON object such as \'{{"width": 128}}\', got '
+            f'{args.model_config!r}'
+        )
+    if args.resume is not None and not args.resume.is_file():
+        raise FileNotFoundError(f'no snapshot at {args.resume}')
+    return overrides
+
+
+def check_resumable(args: argparse.Namespace, snapshot: dict, total_steps: int) -> None:
+    """A snapshot carries on the run it came from, whose one-cycle schedule has a fixed length:
+    the flags must make as many iterations (the same data, batch size and --epochs)."""
+    scheduler = snapshot.get('extensions', {}).get('LRScheduler', {}).get('extension', {})
+    planned = scheduler.get('scheduler', {}).get('total_steps')
+    if planned is not None and planned != total_steps:
+        raise ValueError(
+            f'{args.resume} is a snapshot of a run of {planned} iterations; these flags make '
+            f'{total_steps}: --resume carries a run on with the flags it was started with. To '
+            'train further from its model, start a new run with --init-from the checkpoint it '
+            'saved (--save-model)'
+        )
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -324,6 +358,7 @@ def train(
     """Runs the training described by the parsed flags; returns the checkpoint path.
     extra_extensions join the loop (iknet-tune's pruning reads the validation reports)."""
     started = time.monotonic()
+    model_config = check_flags(args)
     seed_everything(args.seed)
     device = resolve_device(args.device)
     if args.amp == 'fp16' and device.type != 'cuda':
@@ -349,7 +384,7 @@ def train(
         check_inside_arcs(args, base, chain, every_joint)
         model = base.model  # its normalization too: the weights were fitted to it
     else:
-        config = {'n_joints': chain.n_joints, **json.loads(args.model_config)}
+        config = {'n_joints': chain.n_joints, **model_config}
         if args.model == 'iknet':
             config = {**output_arcs(chain, every_joint), **config}
         elif args.model == 'mixture':
@@ -418,21 +453,16 @@ def train(
         ],
     )
     if settings['schedule'] == 'onecycle':
-        scheduler = torch.optim.lr_scheduler.OneCycleLR(
-            optimizer,
-            max_lr=settings['lr'],
-            total_steps=epochs * iters_per_epoch,
-            pct_start=0.05,
-        )
+        scheduler = one_cycle(optimizer, settings['lr'], epochs * iters_per_epoch)
         manager.extend(extensions.LRScheduler(scheduler, trigger=(1, 'iteration')))
     for extension in extra_extensions:
         manager.extend(extension)
     if not args.no_progress:
         manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
     if args.resume is not None:
-        if not args.resume.is_file():
-            raise FileNotFoundError(f'no snapshot at {args.resume}')
-        manager.load_state_dict(torch.load(args.resume, map_location=device, weights_only=True))
+        snapshot = torch.load(args.resume, map_location=device, weights_only=True)
+        check_resumable(args, snapshot, epochs * iters_per_epoch)
+        manager.load_state_dict(snapshot)
         logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
 
     # fp16 gradients underflow without loss scaling; bf16 and float32 need none.
@@ -461,7 +491,7 @@ def train(
     training = {
         'command': command,
         'settings': settings,
-        'model_config': json.loads(args.model_config),
+        'model_config': model_config,
         'init_from': str(args.init_from) if base else None,
         'seed': args.seed,
         'data': counts,

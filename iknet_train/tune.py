@@ -27,6 +27,7 @@ import optuna
 import pytorch_pfn_extras as ppe
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_train.cli import HelpFormatter
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
 from iknet_train.train import train
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-tune',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         usage='iknet-tune [options] [-- IKNET-TRAIN FLAGS]',
     )
     parser.add_argument('--trials', type=int, default=20, help='trials this process runs')

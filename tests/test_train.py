@@ -133,7 +133,46 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
     assert main(['--kinematics-pose-csv', 'a.csv', '--save-model', str(tmp_path / 'm.pt')]) == 1
     assert 'give them in pairs' in capsys.readouterr().err
     assert train(tmp_path / 'missing', tmp_path) == 1
-    assert 'missing' in capsys.readouterr().err
+    assert 'missing: no such recording directory' in capsys.readouterr().err
+    for flags, message in (
+        (('--epochs', '0'), '--epochs must be at least 1, got 0'),
+        (('--batch-size', '0'), '--batch-size must be at least 1, got 0'),
+        (('--lr', '-1'), '--lr must be > 0'),
+        (('--train-val-ratio', '1'), '--train-val-ratio must be between 0 and 1'),
+        (('--model-config', 'width=8'), '--model-config is not JSON'),
+        (('--model-config', '[8]'), '--model-config must be a JSON object'),
+        (('--resume', str(tmp_path / 'nothing')), 'no snapshot at'),
+    ):
+        assert train(recording, tmp_path / 'bad', *flags) == 1, flags
+        assert message in capsys.readouterr().err, flags
+    assert not (tmp_path / 'bad').exists(), 'refused before anything is written'
+
+
+def test_short_runs_train_on_a_one_cycle_schedule(recording: Path, tmp_path: Path) -> None:
+    # One iteration in all: no schedule to warm up in, the rate stays at its peak.
+    one = tmp_path / 'one'
+    assert train(recording, one, '--epochs', '1', '--batch-size', '100000') == 0
+    data = load_checkpoint(one / 'model.pt').training['data']
+    count = data['recorded_train'] + data['synthetic_train']
+    # 2 epochs of 10 iterations: a warm-up of 5 % is one step, which OneCycleLR divides by zero
+    # on; the warm-up is two steps instead.
+    batch_size = next(size for size in range(count // 11, count // 9 + 2) if count // size == 10)
+    short = tmp_path / 'short'
+    flags = ('--epochs', '2', '--batch-size', str(batch_size), '--model-config', SMALL)
+    assert train(recording, short, *flags) == 0
+    assert [entry['iteration'] for entry in log(short)] == [10, 20]
+
+
+def test_resume_refuses_flags_that_change_the_runs_length(
+    recording: Path, tmp_path: Path, capsys
+) -> None:
+    assert train(recording, tmp_path / 'run', '--epochs', '2', '--model-config', SMALL) == 0
+    snapshot = str(tmp_path / 'run' / 'snapshot')
+    assert train(recording, tmp_path / 'on', '--epochs', '4', '--resume', snapshot,
+                 '--model-config', SMALL) == 1  # fmt: skip
+    error = capsys.readouterr().err
+    assert '--resume carries a run on with the flags it was started with' in error
+    assert '--init-from' in error
 
 
 def test_loss_does_not_care_which_2pi_copy_of_joint1_was_recorded() -> None:

@@ -1,0 +1,24 @@
+"""The learning-rate schedule iknet trains with: one home for its warm-up share."""
+
+from __future__ import annotations
+
+import torch
+
+# Share of the steps spent warming up to the peak rate.
+WARM_UP_SHARE = 0.05
+# torch's OneCycleLR divides by the warm-up steps less one: it needs two, and a step after them.
+MIN_WARM_UP_STEPS = 2
+
+
+def one_cycle(
+    optimizer: torch.optim.Optimizer, peak_lr: float, total_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """One-cycle schedule peaking at peak_lr over total_steps; on a short run (under 40 steps)
+    the warm-up is two steps, and under three steps the rate stays at peak_lr: OneCycleLR fails
+    with a ZeroDivisionError where its warm-up would round to fewer."""
+    if total_steps <= MIN_WARM_UP_STEPS:
+        return torch.optim.lr_scheduler.ConstantLR(optimizer, factor=1.0, total_iters=0)
+    share = max(WARM_UP_SHARE, MIN_WARM_UP_STEPS / total_steps)
+    return torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=peak_lr, total_steps=total_steps, pct_start=share
+    )
