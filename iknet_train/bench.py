@@ -50,6 +50,7 @@ from iknet_core.solvers.policy import BranchPolicy
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.cli import (
+    HelpFormatter,
     add_chain_arguments,
     add_model_argument,
     add_position_only_argument,
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-bench',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         '--solvers',
@@ -196,6 +197,8 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         raise ValueError(f'--max-poses must be >= 1, got {args.max_poses}')
     if args.batch_threads < 0:
         raise ValueError(f'--batch-threads must be >= 0, got {args.batch_threads}')
+    if args.single_queries < 1:
+        raise ValueError(f'--single-queries must be >= 1, got {args.single_queries}')
     settings = SolverSettings(
         Tolerance(args.position_tolerance, args.orientation_tolerance),
         batch_threads=args.batch_threads or available_cores(),

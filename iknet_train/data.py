@@ -80,6 +80,8 @@ def find_recordings(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
         if not matches:
             raise FileNotFoundError(f'no files match {text!r}')
         for match in map(Path, matches):
+            if not match.exists():
+                raise FileNotFoundError(f'{match}: no such recording directory')
             if not match.is_dir():
                 raise ValueError(
                     f'{match}: --data takes recording directories; pass CSV files with '

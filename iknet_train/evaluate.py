@@ -31,6 +31,7 @@ from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import (
+    HelpFormatter,
     add_chain_arguments,
     add_model_argument,
     add_position_only_argument,
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='iknet-test',
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_model_argument(parser)
     add_chain_arguments(parser)
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
+    if args.timing_queries < 1:
+        raise ValueError(f'--timing-queries must be >= 1, got {args.timing_queries}')
     about, solver = method_under_test(args)
     chain = solver.chain
     poses, joints, source = target_poses(args, chain, TEST_DATA)

@@ -149,7 +149,11 @@ def test_bad_settings_fail_with_a_message(files, tmp_path: Path, capsys) -> None
     argv = ['--data', str(recording), '--out', str(tmp_path), '--solvers', 'analytic']
     assert main([*argv, '--max-poses', '0']) == 1
     assert '--max-poses must be >= 1' in capsys.readouterr().err
+    assert main([*argv, '--single-queries', '-1']) == 1
+    assert '--single-queries must be >= 1, got -1' in capsys.readouterr().err
     assert main([*argv, '--data', str(tmp_path / 'missing')]) == 1
+    assert 'missing: no such recording directory' in capsys.readouterr().err
+    assert main([*argv, '--data', str(recording / 'joint_states.csv')]) == 1
     assert 'takes recording directories' in capsys.readouterr().err
     assert not (tmp_path / 'bench.json').exists()
 

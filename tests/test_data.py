@@ -119,6 +119,8 @@ def test_finds_recordings_in_directories_and_globs(tmp_path: Path) -> None:
     (tmp_path / 'lonely' / KINEMATICS_POSE_FILE).write_text('')
     with pytest.raises(FileNotFoundError, match=f'no {JOINT_STATES_FILE} beside it'):
         find_recordings([tmp_path / 'lonely'])
+    with pytest.raises(FileNotFoundError, match='missing: no such recording directory'):
+        find_recordings([tmp_path / 'missing'])
 
 
 def _missing_column(pose_csv: Path, joint_csv: Path) -> None:

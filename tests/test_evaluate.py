@@ -68,6 +68,8 @@ def test_a_broken_model_file_fails_with_a_message(files, tmp_path: Path, capsys)
     bad.write_bytes(b'nope')
     assert main(['--model', str(bad), '--data', str(recording), '--plots', '']) == 1
     assert 'not a readable iknet checkpoint' in capsys.readouterr().err
+    assert main(['--data', str(recording), '--plots', '', '--timing-queries', '-1']) == 1
+    assert '--timing-queries must be >= 1, got -1' in capsys.readouterr().err
 
 
 def test_shipped_model_meets_its_targets_on_the_shipped_test_set(
