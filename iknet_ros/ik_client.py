@@ -38,7 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     for axis in 'xyz':
-        parser.add_argument(f'--{axis}', type=float, help=f'target {axis} (m)')
+        parser.add_argument(
+            f'--{axis}', type=float, help=f'target {axis} (m), with --pitch or --qx --qy --qz --qw'
+        )
     parser.add_argument(
         '--line',
         type=parse_line,
@@ -96,6 +98,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     if args.line is not None and args.circle is not None:
         parser.error('give --line or --circle, not both')
+    if args.solutions < 1:
+        parser.error(f'--solutions must be at least 1, got {args.solutions}')
+    if args.plot is not None and not args.plot.parent.is_dir():
+        parser.error(f'--plot: no directory {args.plot.parent} to write {args.plot.name} in')
     if not is_path(args):
         if args.alternatives:
             parser.error('--alternatives is for --line or --circle')

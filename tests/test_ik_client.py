@@ -44,6 +44,13 @@ def test_bad_arguments_are_refused_before_any_call(ros_env):
     result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--qx', '0')
     assert result.returncode == 2
     assert 'give --qx --qy --qz --qw (all four) or --pitch' in result.stderr
+    pose = ('--x', '0.2', '--y', '0', '--z', '0.1', '--pitch', '0.5')
+    result = run_client(ros_env, *pose, '--solutions', '-1')
+    assert result.returncode == 2
+    assert '--solutions must be at least 1, got -1' in result.stderr
+    result = run_client(ros_env, '--line', '0.2,0,0.1:0.25,0,0.1', '--plot', '/nowhere/x.png')
+    assert result.returncode == 2
+    assert '--plot: no directory /nowhere to write x.png in' in result.stderr
 
 
 def test_analytic_solver_is_chosen_per_request(server, ros_env):
