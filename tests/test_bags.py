@@ -187,6 +187,13 @@ def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, 
         writer.add_connection('/kinematics_pose', KINEMATICS_POSE_TYPE, typestore=store)
     with pytest.raises(BagError, match=r'no sensor_msgs/msg/JointState topic.*/kinematics_pose'):
         load_bag(tmp_path / 'poses_only', OMX_CHAIN)
+    with pytest.raises(BagError, match='no sensor_msgs/msg/JointState topic'):
+        convert_bag(tmp_path / 'poses_only', tmp_path / 'made' / 'for_it', OMX_CHAIN)
+    assert not (tmp_path / 'made' / 'for_it').exists(), 'no empty folder left behind'
+    (tmp_path / 'a_file').write_text('')
+    bag = write_bag(tmp_path / 'bag', joints, StoragePlugin.MCAP)
+    with pytest.raises(BagError, match='a_file is a file: convert into a folder'):
+        convert_bag(bag, tmp_path / 'a_file', OMX_CHAIN)
     assert convert_main([str(tmp_path / 'missing.mcap'), str(tmp_path / 'out')]) == 1
     assert 'not a rosbag2 bag' in capsys.readouterr().err
 
