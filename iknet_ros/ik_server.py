@@ -161,7 +161,11 @@ class IKServer(Node):
         self.get_logger().info(
             f'ready in {seconds:.1f} s for {chain.name} ({", ".join(chain.joint_names)}; '
             f'targets in {self.base_frame}): solver {config.solver}; available: {list(solvers)}'
-            + (' (the kernels were compiled and cached for the next start)' if seconds > 5 else '')
+            + (
+                ' (a slow start: kernels compiled and cached for the next one, or a busy machine)'
+                if seconds > 5
+                else ''
+            )
         )
 
     def load_networks(self, asked: Chain | None) -> dict[str, NetworkProposer]:
