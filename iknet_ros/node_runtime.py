@@ -31,7 +31,7 @@ from rclpy.node import Node
 from rclpy.signals import uninstall_signal_handlers
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-SPIN_PERIOD_S = 0.1  # how often a node with its own end condition is asked whether it is done
+SPIN_PERIOD_S = 0.1  # the longest wait before a node checks it should stop
 
 N = TypeVar('N', bound=Node)
 
@@ -119,8 +119,9 @@ def run_node(
 
 
 def _spin(executor: SingleThreadedExecutor, node: N, finished: Callable[[N], bool] | None) -> None:
-    if finished is None:
-        executor.spin()
-        return
-    while executor.context.ok() and not finished(node):
+    """Spin until the context shuts down or finished(node), never waiting longer than
+    SPIN_PERIOD_S at a time: a shutdown whose wake-up the wait missed still ends the spin (once,
+    after a session of requests, SIGINT left ik_server waiting in rcl_wait for good under
+    executor.spin())."""
+    while executor.context.ok() and (finished is None or not finished(node)):
         executor.spin_once(timeout_sec=SPIN_PERIOD_S)
