@@ -100,6 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error('give --line or --circle, not both')
     if args.solutions < 1:
         parser.error(f'--solutions must be at least 1, got {args.solutions}')
+    if not args.path_time > 0.0:
+        parser.error(f'--path-time must be > 0 s, got {args.path_time}')
     if args.plot is not None and not args.plot.parent.is_dir():
         parser.error(f'--plot: no directory {args.plot.parent} to write {args.plot.name} in')
     if not is_path(args):

@@ -304,7 +304,16 @@ def recorded_data(args: argparse.Namespace, chain: Chain) -> list[Recording]:
     the default for the OM-X only; another arm trains on synthetic data unless given some."""
     if not reads_recordings(args, chain):
         return []
-    return [drop_repeats(r) for r in recordings_from_args(args, chain, TRAIN_DATA)]
+    recordings = recordings_from_args(args, chain, TRAIN_DATA)
+    moving = [drop_repeats(r) for r in recordings]
+    total, kept = sum(map(len, recordings)), sum(map(len, moving))
+    if kept < total:
+        logger.info(
+            'left out %d of %d recorded rows where the arm rested (joints equal to the row '
+            'before): they add no information',
+            total - kept, total,
+        )  # fmt: skip
+    return moving
 
 
 def split_data(

@@ -48,6 +48,9 @@ def test_bad_arguments_are_refused_before_any_call(ros_env):
     result = run_client(ros_env, *pose, '--solutions', '-1')
     assert result.returncode == 2
     assert '--solutions must be at least 1, got -1' in result.stderr
+    result = run_client(ros_env, *pose, '--move', '--path-time', '-1')
+    assert result.returncode == 2
+    assert '--path-time must be > 0 s, got -1.0' in result.stderr
     result = run_client(ros_env, '--line', '0.2,0,0.1:0.25,0,0.1', '--plot', '/nowhere/x.png')
     assert result.returncode == 2
     assert '--plot: no directory /nowhere to write x.png in' in result.stderr
