@@ -156,7 +156,9 @@ class IKServer(Node):
         self.settings = settings
         self.solvers = solvers
         if self.get_parameter('solver').value != config.solver:
-            self.set_parameters([Parameter('solver', value=config.solver)])
+            (result,) = self.set_parameters([Parameter('solver', value=config.solver)])
+            if not result.successful:
+                raise ValueError(f'cannot set solver to {config.solver!r}: {result.reason}')
         seconds = time.monotonic() - started
         self.get_logger().info(
             f'ready in {seconds:.1f} s for {chain.name} ({", ".join(chain.joint_names)}; '

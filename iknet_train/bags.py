@@ -84,15 +84,17 @@ def convert_bag(bag: Path | str, out_dir: Path | str, chain: Chain) -> tuple[Pat
         raise BagError(f'{out_dir} is a file: convert into a folder')
     if pose_path.exists() or joint_path.exists():
         raise BagError(f'{out_dir} already holds a recording: convert into a new folder')
-    created = not out_dir.exists()
+    made = [folder for folder in (out_dir, *out_dir.parents) if not folder.exists()]
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         return _convert(bag, out_dir, chain, pose_path, joint_path, Reader)
     except BagError:
         for path in (pose_path, joint_path, out_dir / METADATA_FILE):
             path.unlink(missing_ok=True)  # no half-written recording left for a reader to trust
-        if created and not any(out_dir.iterdir()):
-            out_dir.rmdir()  # nor the empty folder made for it
+        for folder in made:  # nor the empty folders made for it, innermost first
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
         raise
 
 

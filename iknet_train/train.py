@@ -218,9 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def check_flags(args: argparse.Namespace) -> dict:
-    """Refuse flag values that cannot train, naming the flag, before any data is loaded;
-    returns --model-config's overrides."""
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse flag values that cannot train, naming the flag, before any data is loaded."""
     for flag in ('epochs', 'batch_size', 'patience'):
         value = getattr(args, flag)
         if value is not None and value < 1:
@@ -231,6 +230,13 @@ def check_flags(args: argparse.Namespace) -> dict:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
+    model_overrides(args)
+    if args.resume is not None and not args.resume.is_file():
+        raise FileNotFoundError(f'no snapshot at {args.resume}')
+
+
+def model_overrides(args: argparse.Namespace) -> dict:
+    """--model-config's JSON object, or ValueError naming the flag."""
     try:
         overrides = json.loads(args.model_config)
     except json.JSONDecodeError as error:
@@ -240,8 +246,6 @@ def check_flags(args: argparse.Namespace) -> dict:
             f'--model-config must be a JSON object such as \'{{"width": 128}}\', got '
             f'{args.model_config!r}'
         )
-    if args.resume is not None and not args.resume.is_file():
-        raise FileNotFoundError(f'no snapshot at {args.resume}')
     return overrides
 
 
@@ -267,7 +271,7 @@ def seed_everything(seed: int) -> None:
 
 def check_fine_tune(args: argparse.Namespace, base: Checkpoint, chain: Chain) -> None:
     """A fine-tune keeps the base's architecture: refuse flags that would change it."""
-    if json.loads(args.model_config):
+    if model_overrides(args):
         raise ValueError('--model-config cannot change the architecture of an --init-from model')
     if args.resume is not None:
         raise ValueError('--resume carries on a run; --init-from starts a new one: give one')
@@ -367,7 +371,8 @@ def train(
     """Runs the training described by the parsed flags; returns the checkpoint path.
     extra_extensions join the loop (iknet-tune's pruning reads the validation reports)."""
     started = time.monotonic()
-    model_config = check_flags(args)
+    check_flags(args)
+    model_config = model_overrides(args)
     seed_everything(args.seed)
     device = resolve_device(args.device)
     if args.amp == 'fp16' and device.type != 'cuda':

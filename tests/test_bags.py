@@ -189,7 +189,7 @@ def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, 
         load_bag(tmp_path / 'poses_only', OMX_CHAIN)
     with pytest.raises(BagError, match='no sensor_msgs/msg/JointState topic'):
         convert_bag(tmp_path / 'poses_only', tmp_path / 'made' / 'for_it', OMX_CHAIN)
-    assert not (tmp_path / 'made' / 'for_it').exists(), 'no empty folder left behind'
+    assert not (tmp_path / 'made').exists(), 'no empty folder left behind'
     (tmp_path / 'a_file').write_text('')
     bag = write_bag(tmp_path / 'bag', joints, StoragePlugin.MCAP)
     with pytest.raises(BagError, match='a_file is a file: convert into a folder'):

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from rcl_interfaces.srv import GetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from recording_helpers import wait_for
 from std_msgs.msg import String
@@ -82,6 +83,9 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
     text = log.read_text()
     assert "solver 'network+refine' needs a model_path trained for long_arm" in text
     assert 'solver refine-from-zero; available' in text
+    getter = node.create_client(GetParameters, '/ik_server/get_parameters')
+    (value,) = ros.call(getter, GetParameters.Request(names=['solver'])).values
+    assert value.string_value == 'refine-from-zero'  # as `ros2 param get` reads it
 
 
 def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):

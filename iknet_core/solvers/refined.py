@@ -4,6 +4,8 @@ proposes."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 from numba import njit
 
@@ -142,12 +144,13 @@ class RefinedSolver:
         self._limits_refiner = (
             Refiner(self.chain, refiner.settings, 'limits') if narrower and refines else None
         )
-        self._limits = limits
-        # Restarts inside the limits only on an arm with joints to spare: its solutions inside
-        # them form a continuum that restarts find; an arm with none has a few branches, which
-        # the closed form and the network's hypotheses cover, and restarts that find none
-        # inside cost ~350 us (the OM-X's hand-guided poses past its limits).
-        self._restart_into_limits = n > refiner.settings.task_dimensions
+        # Restarts inside the limits (where the settings restart at all) only on an arm with
+        # joints to spare: its solutions inside them form a continuum that restarts find. On an
+        # arm with none, restarts that find no branch inside cost ~350 us a pose (the OM-X's
+        # hand-guided poses past its limits, 2.5 % of its test recording); there the closed form
+        # and a network's hypotheses offer the other branches, and refine-from-zero's single
+        # seed can still end outside where another branch is inside.
+        self._restart_into_limits = self._retries and n > refiner.settings.task_dimensions
         # Load (or compile, the first time ever) the kernels now rather than in the first query.
         _refine_closest(np.zeros((1, n)), np.zeros(3), np.eye(3), *self._first_try_arguments)
         if self._network is not None:
@@ -263,24 +266,30 @@ class RefinedSolver:
         self, positions: np.ndarray, rotations: np.ndarray, joints: np.ndarray
     ) -> Refinement:
         """Solutions joints (k, n) of targets (k, 3), (k, 3, 3) that left the software limits,
-        clamped into them and refined with the joints held inside (converged: it reached the
-        target there); on an arm with joints to spare, those that stall restart inside the
-        limits. On random poses of joints inside their soft limits, refine-from-zero ended
-        outside them for 28-37 % of TIAGo, TIAGo Pro and PR2 arm poses; the clamped refinement
-        took 91 % of those inside (~6 us each), the restarts the rest (60-110 us each)."""
+        refined with the joints held inside them (the refinement clamps, or wraps, its seeds
+        into its bounds first; converged: it reached the target there); on an arm with joints to
+        spare, those that stall restart inside the limits. On random poses of joints inside
+        their soft limits, refine-from-zero ended outside them for 28-37 % of TIAGo, TIAGo Pro
+        and PR2 arm poses; the first refinement took 91 % of those inside (~6 us each), the
+        restarts the rest (60-110 us each)."""
         refiner = self._limits_refiner
-        clamped = np.clip(joints, *self._limits)
-        moved = refiner.refine(positions, rotations, clamped, stop_on_stall=True)
+        moved = refiner.refine(positions, rotations, joints, stop_on_stall=True)
         stalled = ~moved.converged
-        if self._restart_into_limits and stalled.any():
-            again = refiner.refine(
-                positions[stalled], rotations[stalled], moved.joints[stalled], restarts=True
-            )
-            moved.joints[stalled] = again.joints
-            moved.position_errors[stalled] = again.position_errors
-            moved.orientation_errors[stalled] = again.orientation_errors
-            moved.converged[stalled] = again.converged
-        return moved
+        if not (self._restart_into_limits and stalled.any()):
+            return moved
+        again = refiner.refine(
+            positions[stalled], rotations[stalled], moved.joints[stalled], restarts=True
+        )
+        rows = np.flatnonzero(stalled)
+
+        def merged(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+            out = first.copy()
+            out[rows] = second
+            return out
+
+        return Refinement(
+            *(merged(getattr(moved, f.name), getattr(again, f.name)) for f in fields(Refinement))
+        )
 
     def _first_try_answers(self, solutions: Solutions, lone: bool) -> bool:
         """The first try is the answer: there is only one seed, no refinement (the `network`
