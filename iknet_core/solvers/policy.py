@@ -75,6 +75,13 @@ class BranchPolicy:
         """(2, n) low and high of what the joints physically take (rad, with the slack)."""
         return self._bounds[2:4]
 
+    @property
+    def limits_inside_reach(self) -> bool:
+        """Some joint's software limits are narrower than its reach: an answer can reach the
+        target inside the reach but outside the limits (soft limits, a hand-guided reach)."""
+        limits, reach = self._bounds[0:2], self._bounds[2:4]
+        return bool((limits[0] > reach[0]).any() or (limits[1] < reach[1]).any())
+
     def within_limits(self, joints: np.ndarray) -> np.ndarray:
         """(..., n) rad -> (...,) bool: every joint inside its software limits."""
         return ((joints >= self._bounds[0]) & (joints <= self._bounds[1])).all(-1)

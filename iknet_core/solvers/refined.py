@@ -13,7 +13,7 @@ from iknet_core.solvers import kernels
 from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
 from iknet_core.solvers.network_kernel import forward_pose
 from iknet_core.solvers.parallel import run_in_blocks
-from iknet_core.solvers.policy import BranchPolicy, joint_bounds, select_candidates
+from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.refine import Refinement, Refiner
 from iknet_core.solvers.result import Solutions
 
@@ -138,11 +138,11 @@ class RefinedSolver:
         # outside the limits where a solution inside them exists: such answers are refined again
         # inside the limits (_into_limits). None where the limits are the reach, or nothing
         # refines (the `network` solver).
-        limits, reach = joint_bounds(self.chain, 'limits'), joint_bounds(self.chain, 'reach')
-        narrower = bool((limits[0] > reach[0]).any() or (limits[1] < reach[1]).any())
         refines = refiner.settings.max_iterations > 0
         self._limits_refiner = (
-            Refiner(self.chain, refiner.settings, 'limits') if narrower and refines else None
+            Refiner(self.chain, refiner.settings, 'limits')
+            if self.policy.limits_inside_reach and refines
+            else None
         )
         # Restarts inside the limits (where the settings restart at all) only on an arm with
         # joints to spare: its solutions inside them form a continuum that restarts find. On an
@@ -341,19 +341,14 @@ class RefinedSolver:
             better = self._weighted_error(
                 again.position_errors, again.orientation_errors
             ) < self._weighted_error(position_errors[missed], orientation_errors[missed])
-            rows = np.flatnonzero(missed)[better]
-            joints[rows] = again.joints[better]
-            position_errors[rows] = again.position_errors[better]
-            orientation_errors[rows] = again.orientation_errors[better]
+            _take_rows((joints, position_errors, orientation_errors), missed, again, better)
         if self._limits_refiner is not None:
             outside = self.refiner.tolerance.met(position_errors, orientation_errors)
             outside &= ~self.policy.within_limits(joints)
             if outside.any():
                 moved = self._into_limits(positions[outside], rotations[outside], joints[outside])
-                rows = np.flatnonzero(outside)[moved.converged]
-                joints[rows] = moved.joints[moved.converged]
-                position_errors[rows] = moved.position_errors[moved.converged]
-                orientation_errors[rows] = moved.orientation_errors[moved.converged]
+                answers = (joints, position_errors, orientation_errors)
+                _take_rows(answers, outside, moved, moved.converged)
         return joints, position_errors, orientation_errors
 
     def _closest_hypothesis(
@@ -399,6 +394,21 @@ class RefinedSolver:
                 f'{expected[1]}), got {hypotheses.shape}'
             )
         return hypotheses
+
+
+def _take_rows(
+    answers: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rows: np.ndarray,
+    refined: Refinement,
+    take: np.ndarray,
+) -> None:
+    """Write refined's joints and errors into answers (joints (B, n), position and orientation
+    errors (B,)) in place, at the rows (B,) bool it refined where take (its own rows) is true."""
+    targets = np.flatnonzero(rows)[take]
+    joints, position_errors, orientation_errors = answers
+    joints[targets] = refined.joints[take]
+    position_errors[targets] = refined.position_errors[take]
+    orientation_errors[targets] = refined.orientation_errors[take]
 
 
 def constant_proposer(joints: np.ndarray) -> Proposer:
