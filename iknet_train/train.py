@@ -230,7 +230,6 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
-    model_overrides(args)
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')
 
@@ -252,8 +251,8 @@ def model_overrides(args: argparse.Namespace) -> dict:
 def check_resumable(args: argparse.Namespace, snapshot: dict, total_steps: int) -> None:
     """A snapshot carries on the run it came from, whose one-cycle schedule has a fixed length:
     the flags must make as many iterations (the same data, batch size and --epochs)."""
-    scheduler = snapshot.get('extensions', {}).get('LRScheduler', {}).get('extension', {})
-    planned = scheduler.get('scheduler', {}).get('total_steps')
+    extension = snapshot.get('extensions', {}).get('LRScheduler', {}).get('extension', {})
+    planned = extension.get('scheduler', {}).get('total_steps')
     if planned is not None and planned != total_steps:
         raise ValueError(
             f'{args.resume} is a snapshot of a run of {planned} iterations; these flags make '
@@ -269,9 +268,12 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def check_fine_tune(args: argparse.Namespace, base: Checkpoint, chain: Chain) -> None:
-    """A fine-tune keeps the base's architecture: refuse flags that would change it."""
-    if model_overrides(args):
+def check_fine_tune(
+    args: argparse.Namespace, base: Checkpoint, chain: Chain, model_config: dict
+) -> None:
+    """A fine-tune keeps the base's architecture: refuse flags that would change it
+    (model_config: --model-config's overrides)."""
+    if model_config:
         raise ValueError('--model-config cannot change the architecture of an --init-from model')
     if args.resume is not None:
         raise ValueError('--resume carries on a run; --init-from starts a new one: give one')
@@ -380,7 +382,7 @@ def train(
     base = load_checkpoint(args.init_from) if args.init_from is not None else None
     chain = chain_from_args(args) or (base.chain if base else OMX_CHAIN)
     if base is not None:
-        check_fine_tune(args, base, chain)
+        check_fine_tune(args, base, chain, model_config)
         args.model = base.model_type
     defaults = FINE_TUNE_DEFAULTS if base else TRAIN_DEFAULTS[args.model]
     settings = {
