@@ -196,12 +196,14 @@ def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool
         return False
     print(f'target: position {[args.x, args.y, args.z]} m, quaternion {np.round(quaternion, 6)}')
     print(f'{"success" if response.success else "FAILED"}: {response.message}')
+    if response.solutions:
+        print('joint positions in rad (m for a prismatic joint), as in sensor_msgs/JointState:')
     for rank, solution in enumerate(response.solutions):
         joints = ', '.join(
             f'{n}={p:+.6f}' for n, p in zip(solution.name, solution.position, strict=True)
         )
         print(
-            f'  #{rank + 1} {joints} rad | position error '
+            f'  #{rank + 1} {joints} | position error '
             f'{response.position_errors[rank] * 1e3:.4f} mm, orientation error '
             f'{np.degrees(response.orientation_errors[rank]):.4f} deg'
             f'{"" if response.within_limits[rank] else " (outside software limits)"}'

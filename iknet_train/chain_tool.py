@@ -30,13 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def describe(chain: Chain) -> str:
-    """The chain as a table: joints, axes, software limits and reach in degrees."""
+    """The chain as a table: joints, axes, software limits and reach in degrees (a prismatic
+    joint's in mm)."""
     lines = [f'{chain.name}: {chain.n_joints} joints from {chain.base_frame} to {chain.tip_frame}']
     for joint in chain.joints:
-        limits = ' .. '.join(f'{math.degrees(v):7.1f}' for v in joint.limits)
-        reach = ' .. '.join(f'{math.degrees(v):7.1f}' for v in joint.reach)
+        scale, unit = (1e3, 'mm ') if joint.prismatic else (math.degrees(1.0), 'deg')
+        limits = ' .. '.join(f'{scale * v:7.1f}' for v in joint.limits)
+        reach = ' .. '.join(f'{scale * v:7.1f}' for v in joint.reach)
         axis = ' '.join(f'{a:+.3f}' for a in joint.axis)
-        lines.append(f'  {joint.name:24} axis {axis}   limits {limits} deg   reach {reach} deg')
+        lines.append(
+            f'  {joint.name:24} axis {axis}   limits {limits} {unit}   reach {reach} {unit}'
+        )
     return '\n'.join(lines)
 
 

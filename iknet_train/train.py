@@ -95,7 +95,7 @@ DEFAULT_SYNTHETIC = 400_000
 
 
 def covered_ranges(chain: Chain, joints: np.ndarray) -> tuple[list[float], list[float]]:
-    """Each joint's reach (rad), widened to the training joints (B, n) where they go beyond it:
+    """Each joint's reach (rad, m), widened to the training joints (B, n) where they go beyond it:
     where a model's outputs must be able to go."""
     low, high = joint_bounds(chain, 'reach')
     if len(joints):
@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument(
         '--synthetic-ranges',
         default='',
-        help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad); "
+        help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad; m "
+        'for a prismatic joint); '
         'joints left out keep the hand-guided ranges',
     )
     data.add_argument(

@@ -141,18 +141,24 @@ BAD_DESCRIPTIONS = {
     'tip above base': (
         chain_to_urdf(OMX_CHAIN), 'joint2_link', 'world', "'world' is not below base link"
     ),
-    'prismatic': (
+    'planar': (
         chain_to_urdf(OMX_CHAIN).replace('name="joint3" type="revolute"', 'name="joint3" '
-                                         'type="prismatic"'),
+                                         'type="planar"'),
         'world', 'end_effector_link', "joint 'joint3' between 'world' and 'end_effector_link' "
-        "is prismatic; only revolute, continuous and fixed joints are supported (a chain from "
-        "base link 'joint3_link' on or up to tip link 'joint2_link' leaves it out)",
+        "is planar; only revolute, continuous, prismatic and fixed joints are supported (a chain "
+        "from base link 'joint3_link' on or up to tip link 'joint2_link' leaves it out)",
     ),
-    'prismatic next to the base': (
+    'floating next to the base': (
         chain_to_urdf(OMX_CHAIN).replace('name="joint1" type="revolute"', 'name="joint1" '
-                                         'type="prismatic"'),
+                                         'type="floating"'),
         'world', 'end_effector_link', "are supported (a chain from base link 'joint1_link' on "
         'leaves it out)',
+    ),
+    'prismatic without limits': (
+        chain_to_urdf(OMX_CHAIN).replace('name="joint3" type="revolute"', 'name="joint3" '
+                                         'type="prismatic"').replace(
+            'lower="-1.81" upper="1.49"', ''),
+        'world', 'end_effector_link', "prismatic joint 'joint3' has no limit lower and upper",
     ),
     'mimic': (
         chain_to_urdf(OMX_CHAIN).replace('<child link="joint2_link"/>',

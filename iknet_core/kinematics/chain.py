@@ -9,19 +9,35 @@ from typing import Any
 Vec3 = tuple[float, float, float]
 
 
+# What a joint does along its axis: turn about it (values in rad) or slide along it (m).
+JOINT_KINDS = ('revolute', 'prismatic')
+
+
 @dataclass(frozen=True)
 class Joint:
-    """A revolute joint and the fixed transform from the previous joint frame to it."""
+    """A revolute or prismatic joint and the fixed transform from the previous joint frame to it.
+
+    Its values (limits, reach, what the solvers return) are rad for a revolute joint, m for a
+    prismatic one."""
 
     name: str
     origin_xyz: Vec3
     axis: Vec3
     limits: tuple[float, float]
-    # Widest values the joint physically takes (rad); hand-guided arms pass the software limits.
+    # Widest values the joint physically takes; hand-guided arms pass the software limits.
     reach: tuple[float, float]
     origin_rpy: Vec3 = (0.0, 0.0, 0.0)
+    kind: str = 'revolute'
+
+    @property
+    def prismatic(self) -> bool:
+        return self.kind == 'prismatic'
 
     def __post_init__(self) -> None:
+        if self.kind not in JOINT_KINDS:
+            raise ValueError(
+                f'joint {self.name!r}: kind {self.kind!r} is not one of {list(JOINT_KINDS)}'
+            )
         norm = math.sqrt(sum(a * a for a in self.axis))
         if not math.isclose(norm, 1.0, abs_tol=1e-9):
             raise ValueError(f'joint {self.name!r}: axis {self.axis} is not a unit vector')
@@ -32,7 +48,7 @@ class Joint:
 
 @dataclass(frozen=True)
 class Chain:
-    """A serial chain of revolute joints from a base frame to a fixed tip frame."""
+    """A serial chain of revolute and prismatic joints from a base frame to a fixed tip frame."""
 
     name: str
     base_frame: str
@@ -64,6 +80,8 @@ class Chain:
                     limits=_pair(j['limits']),
                     reach=_pair(j['reach']),
                     origin_rpy=_vec3(j.get('origin_rpy', (0.0, 0.0, 0.0))),
+                    # Chains saved before prismatic joints: every joint revolute.
+                    kind=str(j.get('kind', 'revolute')),
                 )
                 for j in data['joints']
             )

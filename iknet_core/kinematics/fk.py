@@ -18,8 +18,9 @@ from iknet_core.kinematics.transforms import (
 def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Array, Array]:
     """World axes and origins of every joint, then the tip position and rotation.
 
-    q: (..., n_joints) rad. Returns per joint (..., 3) axes and (..., 3) origins, tip (..., 3) and
-    (..., 3, 3). Differentiable when q is a torch tensor.
+    q: (..., n_joints) rad (m for a prismatic joint). Returns per joint (..., 3) axes and (..., 3)
+    origins (before its own motion), tip (..., 3) and (..., 3, 3). Differentiable when q is a
+    torch tensor.
     """
     if q.shape[-1] != chain.n_joints:
         raise ValueError(
@@ -34,9 +35,13 @@ def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Arra
         position = position + (rotation @ constant(joint.origin_xyz, q)[:, None])[..., 0]
         if any(joint.origin_rpy):
             rotation = rotation @ constant(rpy_matrix(joint.origin_rpy), q)
-        axes.append((rotation @ constant(joint.axis, q)[:, None])[..., 0])
+        axis = (rotation @ constant(joint.axis, q)[:, None])[..., 0]
+        axes.append(axis)
         origins.append(position)
-        rotation = rotation @ axis_angle_matrix(joint.axis, q[..., index])
+        if joint.prismatic:
+            position = position + axis * q[..., index, None]
+        else:
+            rotation = rotation @ axis_angle_matrix(joint.axis, q[..., index])
     position = position + (rotation @ constant(chain.tip_xyz, q)[:, None])[..., 0]
     if any(chain.tip_rpy):
         rotation = rotation @ constant(rpy_matrix(chain.tip_rpy), q)
@@ -44,7 +49,7 @@ def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Arra
 
 
 def forward_kinematics(chain: Chain, q: Array) -> tuple[Array, Array]:
-    """Tip pose in the base frame: q (..., n) rad -> position (..., 3) m, rotation (..., 3, 3)."""
+    """Tip pose in the base frame: q (..., n) -> position (..., 3) m, rotation (..., 3, 3)."""
     _, _, position, rotation = joint_frames(chain, q)
     return position, rotation
 

@@ -8,11 +8,15 @@ from iknet_core.kinematics.transforms import Array, array_module
 
 
 def geometric_jacobian(chain: Chain, q: Array) -> Array:
-    """q (..., n) -> (..., 6, n): rows 0-2 tip linear velocity (m/rad), 3-5 angular velocity."""
+    """q (..., n) -> (..., 6, n): rows 0-2 tip linear velocity (m/rad, or m/m for a prismatic
+    joint), 3-5 angular velocity (none for a prismatic joint)."""
     xp = array_module(q)
     axes, origins, tip, _ = joint_frames(chain, q)
     columns = []
-    for axis, origin in zip(axes, origins, strict=True):
+    for joint, axis, origin in zip(chain.joints, axes, origins, strict=True):
+        if joint.prismatic:
+            columns.append(xp.concatenate([axis, 0.0 * axis], -1))
+            continue
         linear = _cross(xp, axis, tip - origin)
         columns.append(xp.concatenate([linear, axis], -1))
     return xp.stack(columns, -1)

@@ -5,9 +5,10 @@ without touching mesh files, and writes URDF from its own model classes. urchin 
 pulls networkx and pycollada and always resolves meshes.
 
 A chain is the path from a base link down to a tip link. Fixed joints on it fold into the next
-moving joint's origin (or into the tip); revolute and continuous joints move; any other joint
-type, or a mimic joint, on the path is refused by name. A joint's `reach` is its URDF limit, its
-software `limits` the safety_controller's soft limits where given, else the same.
+moving joint's origin (or into the tip); revolute, continuous and prismatic joints move; a
+planar or floating joint, or a mimic joint, on the path is refused by name. A joint's `reach` is
+its URDF limit, its software `limits` the safety_controller's soft limits where given, else the
+same.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import numpy as np
 from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.transforms import rpy_from_matrix, rpy_matrix
 
-MOVING_JOINT_TYPES = ('revolute', 'continuous')
+MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
+# Joint types whose URDF limit (lower, upper) bounds them.
+LIMITED_JOINT_TYPES = ('revolute', 'prismatic')
 # A continuous joint takes any angle; one turn covers every pose it can give.
 CONTINUOUS_LIMITS = (-math.pi, math.pi)
 
@@ -77,7 +80,8 @@ def chain_from_urdf(source: str | Path, base_link: str, tip_link: str) -> Chain:
         if urdf_joint.type not in MOVING_JOINT_TYPES:
             raise UrdfError(
                 f'joint {urdf_joint.name!r} between {base_link!r} and {tip_link!r} is '
-                f'{urdf_joint.type}; only revolute, continuous and fixed joints are supported'
+                f'{urdf_joint.type}; only revolute, continuous, prismatic and fixed joints are '
+                f'supported'
                 f'{_around(urdf_joint, base_link, tip_link)}'
             )
         if urdf_joint.mimic is not None:
@@ -89,7 +93,9 @@ def chain_from_urdf(source: str | Path, base_link: str, tip_link: str) -> Chain:
         joints.append(_joint(urdf_joint, origin))
         fixed = np.eye(4)
     if not joints:
-        raise UrdfError(f'no revolute or continuous joint between {base_link!r} and {tip_link!r}')
+        raise UrdfError(
+            f'no revolute, continuous or prismatic joint between {base_link!r} and {tip_link!r}'
+        )
     return Chain(
         name=robot.name,
         base_frame=base_link,
@@ -109,7 +115,7 @@ def chain_to_urdf(chain: Chain) -> str:
     joints = [
         yourdfpy.Joint(
             name=joint.name,
-            type='revolute',
+            type=joint.kind,
             parent=parent,
             child=child,
             origin=_matrix(joint.origin_xyz, joint.origin_rpy),
@@ -207,12 +213,12 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
     if not norm > 0.0:
         raise UrdfError(f'joint {urdf_joint.name!r} has a zero axis')
     reach = limits = CONTINUOUS_LIMITS
-    if urdf_joint.type == 'revolute':
-        reach = _pair(urdf_joint.name, 'limit', urdf_joint.limit, 'lower', 'upper')
+    if urdf_joint.type in LIMITED_JOINT_TYPES:
+        reach = _pair(urdf_joint, 'limit', urdf_joint.limit, 'lower', 'upper')
         limits = reach
         soft = urdf_joint.safety_controller
         if soft is not None and None not in (soft.soft_lower_limit, soft.soft_upper_limit):
-            low, high = _pair(urdf_joint.name, 'safety_controller', soft, 'soft_lower_limit',
+            low, high = _pair(urdf_joint, 'safety_controller', soft, 'soft_lower_limit',
                               'soft_upper_limit')  # fmt: skip
             limits = (max(low, reach[0]), min(high, reach[1]))
     return Joint(
@@ -222,17 +228,20 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
         limits=limits,
         reach=reach,
         origin_rpy=rpy_from_matrix(origin[:3, :3]),
+        kind='prismatic' if urdf_joint.type == 'prismatic' else 'revolute',
     )
 
 
-def _pair(joint: str, element: str, values, low: str, high: str) -> tuple[float, float]:
+def _pair(urdf_joint, element: str, values, low: str, high: str) -> tuple[float, float]:
     """(low, high) attributes of a joint's limit or safety_controller; UrdfError if not a range."""
     pair = (getattr(values, low, None), getattr(values, high, None))
     if None in pair:
-        raise UrdfError(f'revolute joint {joint!r} has no {element} {low} and {high}')
+        raise UrdfError(
+            f'{urdf_joint.type} joint {urdf_joint.name!r} has no {element} {low} and {high}'
+        )
     if not pair[0] < pair[1]:
         raise UrdfError(
-            f'joint {joint!r}: {element} {low} {pair[0]} is not below {high} {pair[1]}'
+            f'joint {urdf_joint.name!r}: {element} {low} {pair[0]} is not below {high} {pair[1]}'
         )
     return (float(pair[0]), float(pair[1]))
 

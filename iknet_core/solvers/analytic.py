@@ -8,7 +8,7 @@ from numba import njit
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK, OmxGeometry, branches_of_pose
 from iknet_core.solvers.base import check_pose, check_poses, check_seed
-from iknet_core.solvers.kernels import CompiledChain, pose_error
+from iknet_core.solvers.kernels import JOINT_ROWS, CompiledChain, pose_error
 from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.result import Solutions
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
@@ -70,8 +70,8 @@ def _solve_best(position, rotation, constants):
                 complex(c[9], c[10]))  # fmt: skip
     settings = (c[11], c[12], c[13], int(c[14]), c[15], int(c[16]), int(c[17]))
     start = _CONSTANTS_HEAD
-    joints = c[start : start + 15 * n].reshape((n, 5, 3))
-    start += 15 * n
+    joints = c[start : start + 3 * JOINT_ROWS * n].reshape((n, JOINT_ROWS, 3))
+    start += 3 * JOINT_ROWS * n
     tip = c[start : start + 12].reshape((4, 3))
     start += 12
     bounds = c[start : start + 4 * n].reshape((4, n))
@@ -101,7 +101,8 @@ def _best_constants(
     """What _solve_best reads, as one float64 array in its order."""
     n = len(joints)
     shapes = (joints.shape, tip.shape, bounds.shape, full_turn.shape, len(geometry), len(settings))
-    if shapes != ((n, 5, 3), (4, 3), (4, n), (n,), 6, 7):  # _solve_best reads them by offset
+    # _solve_best reads them by offset
+    if shapes != ((n, JOINT_ROWS, 3), (4, 3), (4, n), (n,), 6, 7):
         raise ValueError(f'unexpected kernel arguments for _solve_best: {shapes}')
     scalars = [n, geometry.axis_x, geometry.axis_y]
     for point in geometry[2:]:

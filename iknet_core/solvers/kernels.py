@@ -33,11 +33,16 @@ _STALL_ITERATIONS = 10
 _STALL_RATIO = 0.5
 
 
+# Rows per joint in ChainArrays.joints.
+JOINT_ROWS = 6
+
+
 @dataclass(frozen=True)
 class ChainArrays:
     """A chain as plain arrays for the compiled kernels.
 
-    joints: (n, 5, 3) = per joint the origin (m), the axis, then the origin rotation's rows.
+    joints: (n, JOINT_ROWS, 3) = per joint the origin (m), the axis, the origin rotation's rows,
+    then (1, 0, 0) for a prismatic joint, else zeros.
     tip: (4, 3) = tip offset (m), then the tip rotation's rows.
     """
 
@@ -59,7 +64,12 @@ class ChainArrays:
         """New arrays of a chain (from_chain's, uncached)."""
         joints = np.array(
             [
-                [joint.origin_xyz, joint.axis, *rpy_matrix(joint.origin_rpy)]
+                [
+                    joint.origin_xyz,
+                    joint.axis,
+                    *rpy_matrix(joint.origin_rpy),
+                    (1.0 if joint.prismatic else 0.0, 0.0, 0.0),
+                ]
                 for joint in chain.joints
             ],
             dtype=np.float64,
@@ -112,8 +122,9 @@ def _rotate(r, vector):
 
 @njit(cache=True)
 def pose_jacobian(q, joints, tip, position, rotation, jacobian):
-    """Tip pose and geometric Jacobian of q (n,) into position (3,), rotation (3, 3), (6, n);
-    jacobian None: the pose alone (numba prunes the Jacobian's code for that type)."""
+    """Tip pose and geometric Jacobian of q (n,) (rad, m for a prismatic joint) into position
+    (3,), rotation (3, 3), (6, n); jacobian None: the pose alone (numba prunes the Jacobian's
+    code for that type)."""
     r = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     px = py = pz = 0.0
     for i in range(q.shape[0]):
@@ -122,6 +133,13 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
         px, py, pz = px + dx, py + dy, pz + dz
         r = _times_rows(r, frame, 2)
         ax, ay, az = frame[1, 0], frame[1, 1], frame[1, 2]
+        if frame[5, 0] > 0.0:  # prismatic: a slide along the world axis, no turn
+            wx, wy, wz = _rotate(r, frame[1])
+            if jacobian is not None:  # the tip moves along the axis; finished below as it is
+                jacobian[0, i], jacobian[1, i], jacobian[2, i] = wx, wy, wz
+                jacobian[3, i] = jacobian[4, i] = jacobian[5, i] = 0.0
+            px, py, pz = px + wx * q[i], py + wy * q[i], pz + wz * q[i]
+            continue
         # Joint origin and world axis; the linear rows need the tip, so they are finished below.
         if jacobian is not None:
             jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
@@ -150,6 +168,8 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
     if jacobian is None:
         return
     for i in range(q.shape[0]):
+        if joints[i, 5, 0] > 0.0:
+            continue  # prismatic: its column is done
         dx = px - jacobian[0, i]
         dy = py - jacobian[1, i]
         dz = pz - jacobian[2, i]

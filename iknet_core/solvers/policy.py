@@ -41,9 +41,10 @@ def joint_bounds(chain: Chain, bounds: str = 'reach') -> tuple[np.ndarray, np.nd
 
 
 def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
-    """(n,) bool: joints whose `reach` (or `limits`) span a whole turn, so they wrap."""
+    """(n,) bool: revolute joints whose `reach` (or `limits`) span a whole turn, so they wrap."""
     low, high = joint_bounds(chain, bounds)
-    return high - low >= TURN - _SLACK
+    revolute = np.array([not joint.prismatic for joint in chain.joints])
+    return (high - low >= TURN - _SLACK) & revolute
 
 
 class BranchPolicy:

@@ -1,0 +1,114 @@
+"""Prismatic joints (a SCARA's quill, a torso lift, a linear rail) through FK, the Jacobians, the
+URDF round trip, the solvers and path following."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import yourdfpy
+from test_urdf import needs_example_robots, random_joints, worst_fk_difference, write
+
+from iknet_core.kinematics import Chain, forward_kinematics, geometric_jacobian
+from iknet_core.kinematics.chain import Joint
+from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.kinematics.robots import example_robots_dir
+from iknet_core.kinematics.urdf import chain_from_urdf, chain_to_urdf
+from iknet_core.solvers import SolverSettings, Tolerance
+from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers.kernels import CompiledChain
+from iknet_core.solvers.path import follow_path, smooth_joint_paths
+
+_Z, _DOWN = (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)
+# A SCARA: shoulder and elbow about z, a quill sliding down 0-0.2 m, a wrist roll.
+SCARA = Chain(
+    name='scara',
+    base_frame='base',
+    tip_frame='flange',
+    joints=(
+        Joint('shoulder', (0.0, 0.0, 0.4), _Z, (-2.5, 2.5), (-2.5, 2.5)),
+        Joint('elbow', (0.35, 0.0, 0.0), _Z, (-2.4, 2.4), (-2.4, 2.4)),
+        Joint('quill', (0.3, 0.0, 0.0), _DOWN, (0.0, 0.2), (0.0, 0.2), kind='prismatic'),
+        Joint('wrist', (0.0, 0.0, -0.05), _Z, (-3.0, 3.0), (-3.0, 3.0)),
+    ),
+    tip_xyz=(0.0, 0.0, -0.02),
+)
+
+
+def test_a_slide_moves_the_tip_along_its_axis_and_turns_nothing() -> None:
+    q = np.array([0.3, -0.7, 0.0, 1.1])
+    lowered = q + np.array([0.0, 0.0, 0.15, 0.0])
+    (top, top_rotation), (bottom, bottom_rotation) = (
+        forward_kinematics(SCARA, q),
+        forward_kinematics(SCARA, lowered),
+    )
+    np.testing.assert_allclose(bottom - top, [0.0, 0.0, -0.15], atol=1e-15)
+    np.testing.assert_allclose(bottom_rotation, top_rotation, atol=1e-15)
+
+
+def test_jacobian_of_a_prismatic_chain_equals_autograd_and_the_compiled_one() -> None:
+    q = random_joints(SCARA, 50, seed=1)
+    jacobians = geometric_jacobian(SCARA, q)
+    for row, expected in zip(q, jacobians, strict=True):
+        linear = torch.autograd.functional.jacobian(
+            lambda x: forward_kinematics(SCARA, x)[0], torch.tensor(row)
+        )
+        np.testing.assert_allclose(expected[:3], linear, atol=1e-12)
+    np.testing.assert_allclose(jacobians[:, 3:, 2], 0.0)  # the slide turns nothing
+    positions, rotations, compiled = CompiledChain(SCARA).pose_jacobian(q)
+    assert np.abs(compiled - jacobians).max() < 1e-14
+    assert np.abs(positions - forward_kinematics(SCARA, q)[0]).max() < 1e-14
+    assert np.abs(rotations - forward_kinematics(SCARA, q)[1]).max() < 1e-14
+
+
+def test_prismatic_chain_survives_the_urdf_round_trip_and_matches_yourdfpy() -> None:
+    xml = chain_to_urdf(SCARA)
+    assert 'type="prismatic"' in xml
+    chain = chain_from_urdf(xml, 'base', 'flange')
+    assert chain == SCARA
+    urdf = yourdfpy.URDF.load(write(xml), load_meshes=False)
+    assert worst_fk_difference(chain, urdf, random_joints(chain, 50)) < 1e-12
+    assert Chain.from_dict(SCARA.to_dict()) == SCARA
+
+
+def test_a_chain_saved_before_joint_kinds_reads_as_revolute() -> None:
+    data = SCARA.to_dict()
+    for joint in data['joints']:
+        del joint['kind']
+    assert not any(joint.prismatic for joint in Chain.from_dict(data).joints)
+    data['joints'][0]['kind'] = 'planar'
+    with pytest.raises(ValueError, match="kind 'planar' is not one of"):
+        Chain.from_dict(data)
+
+
+@needs_example_robots
+def test_tiago_torso_lift_and_arm_match_yourdfpy() -> None:
+    path = example_robots_dir() / 'tiago_description/robots/tiago_no_hand.urdf'
+    chain = chain_from_urdf(path, 'base_footprint', 'arm_tool_link')
+    assert chain.joints[0].name == 'torso_lift_joint' and chain.joints[0].prismatic
+    assert chain.n_joints == 8
+    urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_collision_scene_graph=False)
+    assert worst_fk_difference(chain, urdf, random_joints(chain, 100)) < 1e-12
+
+
+@pytest.mark.parametrize('position_only', [False, True], ids=['pose', 'position'])
+def test_refine_from_zero_solves_a_scara_exactly_inside_its_limits(position_only: bool) -> None:
+    settings = SolverSettings(tolerance=Tolerance(1e-6, np.inf if position_only else 1e-5))
+    solver = build_solver('refine-from-zero', SCARA, settings=settings)
+    q = random_joints(SCARA, 200, seed=2)
+    positions, rotations = forward_kinematics(SCARA, q)
+    joints, position_errors, orientation_errors = solver.solve_batch(positions, rotations)
+    assert position_errors.max() <= 1e-6
+    if not position_only:
+        assert orientation_errors.max() <= 1e-5
+    low, high = np.array([joint.limits for joint in SCARA.joints]).T
+    assert ((joints >= low - 1e-9) & (joints <= high + 1e-9)).all()
+
+
+def test_a_path_down_the_quill_is_followed_with_the_slide() -> None:
+    curve = smooth_joint_paths(SCARA, count=1, waypoints=60, seed=3)[0]
+    result = follow_path(SCARA, pose_from_joints(SCARA, curve), curve[0])
+    assert result.success, result.reason
+    steps = np.abs(np.diff(result.joints, axis=0)).max(0)
+    curve_steps = np.abs(np.diff(curve, axis=0)).max(0)
+    assert (steps <= 1.5 * curve_steps + 1e-9).all()
