@@ -1,5 +1,5 @@
 """Prismatic joints (a SCARA's quill, a torso lift, a linear rail) through FK, the Jacobians, the
-URDF round trip, the solvers and path following."""
+URDF round trip, the solvers, path following and the IK server over DDS."""
 
 from __future__ import annotations
 
@@ -7,17 +7,22 @@ import numpy as np
 import pytest
 import torch
 import yourdfpy
+from recording_helpers import wait_for
+from test_ik_server import solve_request
 from test_urdf import needs_example_robots, random_joints, worst_fk_difference, write
 
+from iknet.srv import SolveIK
 from iknet_core.kinematics import Chain, forward_kinematics, geometric_jacobian
 from iknet_core.kinematics.chain import Joint
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.robots import example_robots_dir
 from iknet_core.kinematics.urdf import chain_from_urdf, chain_to_urdf
+from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.kernels import CompiledChain
 from iknet_core.solvers.path import follow_path, smooth_joint_paths
+from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 _Z, _DOWN = (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)
 # A SCARA: shoulder and elbow about z, a quill sliding down 0-0.2 m, a wrist roll.
@@ -112,3 +117,27 @@ def test_a_path_down_the_quill_is_followed_with_the_slide() -> None:
     steps = np.abs(np.diff(result.joints, axis=0)).max(0)
     curve_steps = np.abs(np.diff(curve, axis=0)).max(0)
     assert (steps <= 1.5 * curve_steps + 1e-9).all()
+
+
+def test_server_answers_for_a_scara_with_its_slide_in_metres(processes, ros, tmp_path) -> None:
+    urdf = tmp_path / 'scara.urdf'
+    urdf.write_text(chain_to_urdf(SCARA))
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'urdf:={urdf}', '-p', 'base_link:=base',
+        '-p', 'tip_link:=flange', '-p', 'command_interface:=none', log=log,
+    )  # fmt: skip
+    client = ros.node('scara_client').create_client(
+        SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS
+    )
+    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
+    joints = random_joints(SCARA, 5, seed=4)
+    for pose, expected in zip(pose_from_joints(SCARA, joints), joints, strict=True):
+        response = ros.call(client, solve_request(pose, frame='base'))
+        assert response.success, response.message
+        solution = response.solutions[0]
+        assert list(solution.name) == SCARA.joint_names
+        assert solution.position[2] == pytest.approx(expected[2], abs=1e-6)  # the quill, in m
+        position, _ = forward_kinematics(SCARA, np.array(solution.position))
+        assert np.linalg.norm(position - pose[:3]) < 1e-6
