@@ -385,7 +385,7 @@ def plot_path(path_file: Path, path: np.ndarray, response) -> None:
     errors.set(xlabel='waypoint', ylabel='position error (mm; NaN: not reached)')
     for index, name in enumerate(response.trajectory.joint_names):
         curves.plot(stamps, joints[:, index], label=name)
-    curves.set(xlabel='time from start (s)', ylabel='joint (rad)')
+    curves.set(xlabel='time from start (s)', ylabel='joint (rad; m if prismatic)')
     curves.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path_file, dpi=100)

@@ -514,7 +514,7 @@ def plot_fan(
         densities.hist(
             raw[:, j], bins=80, histtype='step', density=True, label=chain.joint_names[j]
         )
-    densities.set_xlabel('joint angle (rad), raw samples')
+    densities.set_xlabel('joint value (rad; m for a prismatic joint), raw samples')
     densities.set_ylabel('density')
     densities.legend(fontsize='small')
     save_figure(figure, path)
