@@ -285,9 +285,17 @@ class Recorder(Node):
         )
 
     def destroy_node(self) -> None:
-        if self.pose_writer is not None:
+        if self.pose_writer is None:
+            super().destroy_node()
+        elif self.context.ok():
             self.finish()
-        super().destroy_node()
+            super().destroy_node()
+        else:
+            # A signal shut the context down, and with it the node's /rosout publisher: each
+            # line logged through it would add "Failed to publish log message to rosout".
+            # Destroyed first, the node leaves its logger writing to the console alone.
+            super().destroy_node()
+            self.finish()
 
 
 def main(args: list[str] | None = None) -> int:

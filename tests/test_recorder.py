@@ -203,7 +203,9 @@ def test_signal_mid_recording_leaves_complete_files(processes, tmp_path, signal_
         ('kinematics_pose', 'kinematics_pose.csv'),
     ):
         assert metadata['streams'][stream]['written'] == _rows(directory / name)
-    assert 'joint states' in (tmp_path / 'recorder.log').read_text()
+    log = (tmp_path / 'recorder.log').read_text()
+    assert 'complete (stopped by signal)' in log
+    assert 'Failed to publish log message to rosout' not in log
 
 
 def test_sigkill_loses_at_most_the_last_second(processes, ros, tmp_path):
