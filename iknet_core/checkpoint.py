@@ -75,11 +75,21 @@ def save_checkpoint(
     return path
 
 
+# How a file torch.save wrote begins: its zip archive, or a pickle (the legacy format).
+TORCH_FILE_STARTS = (b'PK\x03\x04', b'\x80')
+
+
 def load_checkpoint(path: Path | str) -> Checkpoint:
     """Read a model file without unpickling arbitrary objects; ValueError naming what is wrong."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f'no model file at {path}')
+    with path.open('rb') as file:
+        head = file.read(16)
+    if not head.startswith(TORCH_FILE_STARTS):  # a URDF, a CSV, an ONNX file given as --model
+        raise ValueError(
+            f'{path}: not a readable iknet checkpoint (not a PyTorch file: it begins {head!r})'
+        )
     try:
         content = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as error:  # torch raises several types for truncated or foreign files
@@ -120,8 +130,10 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
 
 def _reason(error: Exception) -> str:
     """The informative line of torch.load's (long) error text."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith('WeightsUnpickler error'):
-            return line
+    text = str(error)
+    marker = 'WeightsUnpickler error:'
+    if marker in text:  # the unpickler's own words follow the marker, after torch's advice
+        detail = text.split(marker, 1)[1].strip().splitlines()
+        return f'{marker} {detail[0].strip()}' if detail else marker
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__

@@ -50,8 +50,8 @@ def test_corrupt_file_is_a_value_error_naming_it(saved: Path) -> None:
     saved.write_bytes(saved.read_bytes()[:200])
     with pytest.raises(ValueError, match=f'{saved}: not a readable iknet checkpoint'):
         load_checkpoint(saved)
-    saved.write_bytes(b'not a model at all')
-    with pytest.raises(ValueError, match=f'{saved}: not a readable iknet checkpoint'):
+    saved.write_bytes(b'<robot name="arm"/>')  # a URDF given as the model
+    with pytest.raises(ValueError, match=f'{saved}: .*checkpoint \\(not a PyTorch file: it begin'):
         load_checkpoint(saved)
 
 
