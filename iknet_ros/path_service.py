@@ -16,6 +16,7 @@ from iknet_core.solvers.path import (
     DEFAULT_MAX_VELOCITY,
     alternative_paths,
     follow_path,
+    speed_units,
     start_solutions,
     time_stamps,
 )
@@ -92,7 +93,8 @@ def solve_path(
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
     if times is None:
-        stamps = time_stamps(np.concatenate([start[None], reached]), *limits)[1:]
+        units = speed_units(chain)
+        stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
     else:
         stamps = times[: len(reached)]
         if request.max_velocity and result.success:  # a failed path says why it failed
@@ -184,12 +186,15 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
 
 def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain) -> None:
     """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
-    joint faster than max_velocity (rad/s) between two of them."""
+    joint faster than max_velocity (rad/s; for a prismatic joint, in m/s, times
+    SLIDE_METRES_PER_RAD) between two of them."""
+    units = speed_units(chain)
     speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
-    index, joint = np.unravel_index(np.argmax(speeds), speeds.shape)
-    if speeds[index, joint] > max_velocity:
+    index, joint = np.unravel_index(np.argmax(speeds / units), speeds.shape)
+    if speeds[index, joint] > max_velocity * units[joint]:
+        unit = 'm/s' if chain.joints[joint].prismatic else 'rad/s'
         raise RequestError(
             f'timed_path: its times need {chain.joint_names[joint]} at '
-            f'{speeds[index, joint]:.3g} rad/s to reach waypoint {index}, above max_velocity '
-            f'{max_velocity:g} rad/s'
+            f'{speeds[index, joint]:.3g} {unit} to reach waypoint {index}, above max_velocity '
+            f'{max_velocity * units[joint]:g} {unit}'
         )

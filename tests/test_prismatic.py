@@ -15,13 +15,20 @@ from iknet.srv import SolveIK
 from iknet_core.kinematics import Chain, forward_kinematics, geometric_jacobian
 from iknet_core.kinematics.chain import Joint
 from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.robots import example_robots_dir
 from iknet_core.kinematics.urdf import chain_from_urdf, chain_to_urdf
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import SolverSettings, Tolerance
-from iknet_core.solvers.factory import build_solver
+from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.kernels import CompiledChain
-from iknet_core.solvers.path import follow_path, smooth_joint_paths
+from iknet_core.solvers.path import (
+    SLIDE_METRES_PER_RAD,
+    follow_path,
+    smooth_joint_paths,
+    speed_units,
+    time_stamps,
+)
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 _Z, _DOWN = (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)
@@ -117,6 +124,29 @@ def test_a_path_down_the_quill_is_followed_with_the_slide() -> None:
     steps = np.abs(np.diff(result.joints, axis=0)).max(0)
     curve_steps = np.abs(np.diff(curve, axis=0)).max(0)
     assert (steps <= 1.5 * curve_steps + 1e-9).all()
+
+
+def test_a_slide_is_timed_in_metres_per_second() -> None:
+    # The quill alone travels 0.2 m: as long as a revolute joint's 0.2 / SLIDE_METRES_PER_RAD rad.
+    lowered = np.zeros((11, 4))
+    lowered[:, 2] = np.linspace(0.0, 0.2, 11)
+    turned = np.zeros((11, 4))
+    turned[:, 0] = np.linspace(0.0, 0.2 / SLIDE_METRES_PER_RAD, 11)
+    slide_stamps = time_stamps(lowered, units=speed_units(SCARA))
+    np.testing.assert_allclose(slide_stamps, time_stamps(turned), rtol=1e-12)
+    speeds = np.diff(lowered[:, 2]) / np.diff(slide_stamps)
+    assert speeds.max() <= SLIDE_METRES_PER_RAD * (1.0 + 1e-9)  # the default 1 rad/s, in m/s
+
+
+def test_the_omx_closed_form_refuses_an_arm_with_a_slide() -> None:
+    from iknet_core.kinematics import OMX_CHAIN
+
+    data = OMX_CHAIN.to_dict()
+    data['joints'][0].update(kind='prismatic', limits=(0.0, 0.2), reach=(0.0, 0.2))
+    lifted = Chain.from_dict(data)
+    with pytest.raises(ValueError, match='not a yaw-pitch-pitch-pitch arm of revolute joints'):
+        OmxAnalyticIK(lifted)
+    assert available_solvers(lifted, None) == ('refine-from-zero',)
 
 
 def test_server_answers_for_a_scara_with_its_slide_in_metres(processes, ros, tmp_path) -> None:

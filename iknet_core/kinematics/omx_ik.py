@@ -97,9 +97,16 @@ class OmxAnalyticIK:
         axes = tuple(joint.axis for joint in chain.joints)
         offsets = [joint.origin_xyz for joint in chain.joints[1:]] + [chain.tip_xyz]
         rotated = any(any(j.origin_rpy) for j in chain.joints) or any(chain.tip_rpy)
-        if axes != (_Z, _Y, _Y, _Y) or rotated or any(abs(o[1]) > 1e-12 for o in offsets):
+        slides = any(joint.prismatic for joint in chain.joints)
+        if (
+            axes != (_Z, _Y, _Y, _Y)
+            or rotated
+            or slides
+            or any(abs(o[1]) > 1e-12 for o in offsets)
+        ):
             raise ValueError(
-                f'chain {chain.name!r} is not a yaw-pitch-pitch-pitch arm with planar links; '
+                f'chain {chain.name!r} is not a yaw-pitch-pitch-pitch arm of revolute joints with '
+                'planar links; '
                 'the closed-form OM-X solver does not apply'
             )
         self.chain = chain

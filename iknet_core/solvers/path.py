@@ -64,6 +64,9 @@ MIN_MAX_STEP = 0.25
 DEFAULT_MAX_VELOCITY = 1.0
 DEFAULT_MAX_ACCELERATION = 2.0
 MIN_SEGMENT_S = 1e-3
+# A prismatic joint's speed and acceleration limits are the revolute joints' times this (m/rad):
+# at the default 1 rad/s a slide moves at up to 0.1 m/s (TIAGo's URDF gives its torso lift 0.07).
+SLIDE_METRES_PER_RAD = 0.1
 # On an arm with joints to spare, a waypoint reached from the previous one with a joint step at
 # most STEADY_STEP_FACTOR times the last step is not tried again carried on at the last velocity:
 # the pull back to the previous waypoint lands both tries on about the same solution, and the
@@ -592,12 +595,20 @@ def follow_path(
     )
 
 
+def speed_units(chain: Chain) -> np.ndarray:
+    """(n,) what one rad of a speed limit is for each joint: 1 rad, or SLIDE_METRES_PER_RAD m
+    for a prismatic joint. Joint values divided by it share the one limit in rad/s."""
+    return np.array([SLIDE_METRES_PER_RAD if joint.prismatic else 1.0 for joint in chain.joints])
+
+
 def time_stamps(
     joints: np.ndarray,
     max_velocity: float = DEFAULT_MAX_VELOCITY,
     max_acceleration: float = DEFAULT_MAX_ACCELERATION,
+    units: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest.
+    """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest;
+    units (n,): speed_units, for a chain with prismatic joints (default: every joint in rad).
 
     Along the path's length s (the largest joint's travel), the speed is a trapezoid over the
     whole path: up at max_acceleration, at most max_velocity, down to rest at the end (a
@@ -611,7 +622,8 @@ def time_stamps(
             f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '
             f'{max_acceleration} rad/s^2'
         )
-    along = np.concatenate([[0.0], np.cumsum(joint_steps(joints))])
+    scaled = joints if units is None else np.asarray(joints) / units
+    along = np.concatenate([[0.0], np.cumsum(joint_steps(scaled))])
     total = along[-1]
     stamps = np.zeros_like(along)
     if total > 0.0:
