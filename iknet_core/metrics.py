@@ -73,7 +73,8 @@ def accuracy_report(
 ) -> dict:
     """JSON-able accuracy of predicted joints (B, n) for target poses (B, 7).
 
-    joints: the recorded joints (B, n), for the wrap-aware per-joint error; optional.
+    joints: the recorded joints (B, n), for the per-joint error (wrap-aware, rad; a prismatic
+    joint's in m under 'joint_error_m'); optional.
     """
     predicted = np.asarray(predicted, dtype=np.float64)
     poses = np.asarray(poses, dtype=np.float64)
@@ -85,10 +86,20 @@ def accuracy_report(
         'within_mm': within_mm(position_error),
     }
     if joints is not None:
-        difference = np.abs(wrapped_difference(predicted, np.asarray(joints, dtype=np.float64)))
-        report['joint_error_rad'] = {
-            name: summary(difference[:, i]) for i, name in enumerate(chain.joint_names)
-        }
+        joints = np.asarray(joints, dtype=np.float64)
+        turned = np.abs(wrapped_difference(predicted, joints))
+        slid = np.abs(predicted - joints)
+        for key, prismatic, difference in (
+            ('joint_error_rad', False, turned),
+            ('joint_error_m', True, slid),
+        ):
+            errors = {
+                joint.name: summary(difference[:, i])
+                for i, joint in enumerate(chain.joints)
+                if joint.prismatic == prismatic
+            }
+            if errors:
+                report[key] = errors
     return report
 
 

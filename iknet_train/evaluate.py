@@ -203,8 +203,10 @@ def format_table(report: dict) -> str:
         ('orientation error (deg)', 'orientation_error_deg'),
     ):
         lines.append(f'{label:24}' + ''.join(f'{report[key][k]:10.3f}' for k in keys))
-    for name, values in report.get('joint_error_rad', {}).items():
-        lines.append(f'{name + " error (rad)":24}' + ''.join(f'{values[k]:10.4f}' for k in keys))
+    for key, unit in (('joint_error_rad', 'rad'), ('joint_error_m', 'm')):
+        for name, values in report.get(key, {}).items():
+            label = f'{name} error ({unit})'
+            lines.append(f'{label:24}' + ''.join(f'{values[k]:10.4f}' for k in keys))
     within = ', '.join(f'{100 * v:.1f} % within {k} mm' for k, v in report['within_mm'].items())
     lines += [
         within,

@@ -18,6 +18,7 @@ from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.robots import example_robots_dir
 from iknet_core.kinematics.urdf import chain_from_urdf, chain_to_urdf
+from iknet_core.metrics import accuracy_report
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import available_solvers, build_solver
@@ -136,6 +137,15 @@ def test_a_slide_is_timed_in_metres_per_second() -> None:
     np.testing.assert_allclose(slide_stamps, time_stamps(turned), rtol=1e-12)
     speeds = np.diff(lowered[:, 2]) / np.diff(slide_stamps)
     assert speeds.max() <= SLIDE_METRES_PER_RAD * (1.0 + 1e-9)  # the default 1 rad/s, in m/s
+
+
+def test_accuracy_report_gives_a_slides_error_in_metres_unwrapped() -> None:
+    joints = random_joints(SCARA, 20, seed=5)
+    predicted = joints + np.array([0.01, 0.0, 0.003, 2.0 * np.pi])  # the wrist a turn off
+    report = accuracy_report(SCARA, predicted, pose_from_joints(SCARA, joints), joints)
+    assert set(report['joint_error_rad']) == {'shoulder', 'elbow', 'wrist'}
+    assert report['joint_error_rad']['wrist']['max'] == pytest.approx(0.0, abs=1e-9)
+    assert report['joint_error_m']['quill']['max'] == pytest.approx(0.003)
 
 
 def test_the_omx_closed_form_refuses_an_arm_with_a_slide() -> None:
