@@ -3,6 +3,8 @@ URDF round trip, the solvers, path following and the IK server over DDS."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -116,6 +118,21 @@ def test_refine_from_zero_solves_a_scara_exactly_inside_its_limits(position_only
         assert orientation_errors.max() <= 1e-5
     low, high = np.array([joint.limits for joint in SCARA.joints]).T
     assert ((joints >= low - 1e-9) & (joints <= high + 1e-9)).all()
+
+
+def test_refine_from_zero_answers_inside_limits_narrower_than_the_reach() -> None:
+    # A single seed can converge on the elbow branch that leaves the limits; restarts inside
+    # them find the other (the arm has no joints to spare).
+    wider = tuple(
+        dataclasses.replace(joint, reach=(joint.limits[0] - 0.1, joint.limits[1] + 0.1))
+        for joint in SCARA.joints
+    )
+    chain = dataclasses.replace(SCARA, joints=wider)
+    solver = build_solver('refine-from-zero', chain)
+    q = random_joints(chain, 1000, seed=2)
+    joints, position_errors, _ = solver.solve_batch(*forward_kinematics(chain, q))
+    assert position_errors.max() <= 1e-6
+    assert solver.policy.within_limits(joints).all()
 
 
 def test_a_path_down_the_quill_is_followed_with_the_slide() -> None:
