@@ -120,7 +120,8 @@ class IKServer(Node):
             asked = chain_from_urdf(description, config.base_link, config.tip_link)
         networks = self.load_networks(asked)
         network = next(iter(networks.values()), None)
-        chain = network.chain if network is not None else asked or OMX_CHAIN
+        # The description's chain where given: the model's arm, with the URDF's velocity limits.
+        chain = asked or (network.chain if network is not None else OMX_CHAIN)
         settings = SolverSettings(
             Tolerance(config.position_tolerance, config.orientation_tolerance),
             config.orientation_weight,

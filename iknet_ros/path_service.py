@@ -93,7 +93,7 @@ def solve_path(
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
     if times is None:
-        units = speed_units(chain)
+        units = speed_units(chain, limits[0])
         stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
     else:
         stamps = times[: len(reached)]
@@ -186,9 +186,8 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
 
 def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain) -> None:
     """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
-    joint faster than max_velocity (rad/s; for a prismatic joint, in m/s, times
-    SLIDE_METRES_PER_RAD) between two of them."""
-    units = speed_units(chain)
+    joint faster than max_velocity (rad/s) allows it (speed_units) between two of them."""
+    units = speed_units(chain, max_velocity)
     speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
     index, joint = np.unravel_index(np.argmax(speeds / units), speeds.shape)
     if speeds[index, joint] > max_velocity * units[joint]:

@@ -101,6 +101,8 @@ def test_tiago_torso_lift_and_arm_match_yourdfpy() -> None:
     path = example_robots_dir() / 'tiago_description/robots/tiago_no_hand.urdf'
     chain = chain_from_urdf(path, 'base_footprint', 'arm_tool_link')
     assert chain.joints[0].name == 'torso_lift_joint' and chain.joints[0].prismatic
+    assert chain.joints[0].velocity_limit == pytest.approx(0.07)  # m/s, from its URDF
+    assert speed_units(chain)[0] == pytest.approx(0.07)
     assert chain.n_joints == 8
     urdf = yourdfpy.URDF.load(str(path), load_meshes=False, build_collision_scene_graph=False)
     assert worst_fk_difference(chain, urdf, random_joints(chain, 100)) < 1e-12
@@ -154,6 +156,22 @@ def test_a_slide_is_timed_in_metres_per_second() -> None:
     np.testing.assert_allclose(slide_stamps, time_stamps(turned), rtol=1e-12)
     speeds = np.diff(lowered[:, 2]) / np.diff(slide_stamps)
     assert speeds.max() <= SLIDE_METRES_PER_RAD * (1.0 + 1e-9)  # the default 1 rad/s, in m/s
+
+
+def test_a_urdf_velocity_limit_slows_its_joint_and_survives_the_round_trip() -> None:
+    slow = (dataclasses.replace(SCARA.joints[0], velocity_limit=0.5), *SCARA.joints[1:])
+    chain = chain_from_urdf(
+        chain_to_urdf(dataclasses.replace(SCARA, joints=slow)), 'base', 'flange'
+    )
+    assert chain.joints[0].velocity_limit == 0.5 and chain.joints[1].velocity_limit is None
+    assert chain == SCARA  # the same arm: a model trained for SCARA still fits
+    np.testing.assert_allclose(speed_units(chain), [0.5, 1.0, SLIDE_METRES_PER_RAD, 1.0])
+    turned = np.zeros((21, 4))
+    turned[:, 0] = turned[:, 1] = np.linspace(0.0, 1.5, 21)
+    stamps = time_stamps(turned, units=speed_units(chain))
+    assert stamps[-1] > 1.5 * time_stamps(turned)[-1]  # the shoulder at half the speed
+    speeds = np.diff(turned[:, 0]) / np.diff(stamps)
+    assert speeds.max() <= 0.5 * (1.0 + 1e-9)
 
 
 def test_accuracy_report_gives_a_slides_error_in_metres_unwrapped() -> None:

@@ -28,12 +28,20 @@ class Joint:
     reach: tuple[float, float]
     origin_rpy: Vec3 = (0.0, 0.0, 0.0)
     kind: str = 'revolute'
+    # Fastest the joint may move (rad/s, m/s), the URDF limit's velocity; None: not given. Not
+    # part of what makes two chains the same arm (a model trained before it was read still fits).
+    velocity_limit: float | None = field(default=None, compare=False)
 
     @property
     def prismatic(self) -> bool:
         return self.kind == 'prismatic'
 
     def __post_init__(self) -> None:
+        if self.velocity_limit is not None and not self.velocity_limit > 0.0:
+            raise ValueError(
+                f'joint {self.name!r}: velocity_limit must be > 0 or None, got '
+                f'{self.velocity_limit}'
+            )
         if self.kind not in JOINT_KINDS:
             raise ValueError(
                 f'joint {self.name!r}: kind {self.kind!r} is not one of {list(JOINT_KINDS)}'
@@ -82,6 +90,7 @@ class Chain:
                     origin_rpy=_vec3(j.get('origin_rpy', (0.0, 0.0, 0.0))),
                     # Chains saved before prismatic joints: every joint revolute.
                     kind=str(j.get('kind', 'revolute')),
+                    velocity_limit=_optional_float(j.get('velocity_limit')),
                 )
                 for j in data['joints']
             )
@@ -100,6 +109,10 @@ class Chain:
 def _vec3(values: Any) -> Vec3:
     x, y, z = (float(v) for v in values)
     return (x, y, z)
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _pair(values: Any) -> tuple[float, float]:
@@ -129,13 +142,15 @@ CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
 
 
 def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> Chain:
-    """The chain a model was trained for; ValueError naming both when another arm was asked."""
+    """The chain a model was trained for; ValueError naming both when another arm was asked.
+    The asked one where given: the same arm, with what does not tell arms apart (velocity
+    limits) as asked."""
     if asked is not None and asked != model_chain:
         raise ValueError(
             f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
             f'not {asked.name!r} ({asked.joint_names})'
         )
-    return model_chain
+    return model_chain if asked is None else asked
 
 
 def chain_preset(name: str) -> Chain:

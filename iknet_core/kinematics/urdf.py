@@ -120,9 +120,13 @@ def chain_to_urdf(chain: Chain) -> str:
             child=child,
             origin=_matrix(joint.origin_xyz, joint.origin_rpy),
             axis=np.array(joint.axis, dtype=np.float64),
-            # The chain holds no dynamics: effort and velocity (required by URDF) are 0.
+            # The chain holds no dynamics: effort (required by URDF) is 0, as is a velocity
+            # limit it was not given (read back as none).
             limit=yourdfpy.Limit(
-                effort=0.0, velocity=0.0, lower=joint.reach[0], upper=joint.reach[1]
+                effort=0.0,
+                velocity=joint.velocity_limit or 0.0,
+                lower=joint.reach[0],
+                upper=joint.reach[1],
             ),
         )
         for joint, parent, child in zip(chain.joints, frames[:-1], frames[1:], strict=True)
@@ -213,6 +217,9 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
     if not norm > 0.0:
         raise UrdfError(f'joint {urdf_joint.name!r} has a zero axis')
     reach = limits = CONTINUOUS_LIMITS
+    speed = getattr(urdf_joint.limit, 'velocity', None)
+    # velocity="0" (URDFs written for visualisation) gives no limit.
+    velocity_limit = float(speed) if speed is not None and float(speed) > 0.0 else None
     if urdf_joint.type in LIMITED_JOINT_TYPES:
         reach = _pair(urdf_joint, 'limit', urdf_joint.limit, 'lower', 'upper')
         limits = reach
@@ -229,6 +236,7 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
         reach=reach,
         origin_rpy=rpy_from_matrix(origin[:3, :3]),
         kind='prismatic' if urdf_joint.type == 'prismatic' else 'revolute',
+        velocity_limit=velocity_limit,
     )
 
 

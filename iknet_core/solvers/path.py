@@ -595,10 +595,17 @@ def follow_path(
     )
 
 
-def speed_units(chain: Chain) -> np.ndarray:
-    """(n,) what one rad of a speed limit is for each joint: 1 rad, or SLIDE_METRES_PER_RAD m
-    for a prismatic joint. Joint values divided by it share the one limit in rad/s."""
-    return np.array([SLIDE_METRES_PER_RAD if joint.prismatic else 1.0 for joint in chain.joints])
+def speed_units(chain: Chain, max_velocity: float = DEFAULT_MAX_VELOCITY) -> np.ndarray:
+    """(n,) what one rad/s of the speed limit max_velocity is for each joint: 1 rad/s, or
+    SLIDE_METRES_PER_RAD m/s for a prismatic joint, less where the joint's own velocity_limit
+    (its URDF's) is lower. Joint values divided by it share the one limit max_velocity."""
+    units = []
+    for joint in chain.joints:
+        unit = SLIDE_METRES_PER_RAD if joint.prismatic else 1.0
+        if joint.velocity_limit is not None:
+            unit = min(unit, joint.velocity_limit / max_velocity)
+        units.append(unit)
+    return np.array(units)
 
 
 def time_stamps(
@@ -608,7 +615,8 @@ def time_stamps(
     units: np.ndarray | None = None,
 ) -> np.ndarray:
     """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest;
-    units (n,): speed_units, for a chain with prismatic joints (default: every joint in rad).
+    units (n,): speed_units(chain, max_velocity), for prismatic joints and joints with their
+    own velocity limits (default: every joint in rad, under max_velocity).
 
     Along the path's length s (the largest joint's travel), the speed is a trapezoid over the
     whole path: up at max_acceleration, at most max_velocity, down to rest at the end (a
