@@ -16,9 +16,11 @@ from iknet_core.solvers.path import (
     DEFAULT_MAX_VELOCITY,
     alternative_paths,
     follow_path,
+    slide_units,
     speed_units,
     start_solutions,
     time_stamps,
+    velocity_limits,
 )
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.arm_command import duration_msg
@@ -81,7 +83,8 @@ def solve_path(
             # A timed path's first stamp must leave the time to move to another start.
             keep = np.ones(len(others), dtype=bool)
             if times is not None:
-                keep = np.abs(others - start).max(-1) <= limits[0] * times[0]
+                moves = np.abs(others - start) / speed_units(chain, limits[0])
+                keep = moves.max(-1) <= limits[0] * times[0]
             starts += int(keep.sum())
             result = alternative_paths(
                 chain, targets, np.concatenate([start[None], others[keep]]), settings,
@@ -97,7 +100,8 @@ def solve_path(
         stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
     else:
         stamps = times[: len(reached)]
-        if request.max_velocity and result.success:  # a failed path says why it failed
+        limited = request.max_velocity or np.isfinite(velocity_limits(chain)).any()
+        if limited and result.success:  # a failed path says why it failed
             check_speed(
                 np.concatenate([start[None], reached]), stamps, request.max_velocity, chain
             )
@@ -186,14 +190,21 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
 
 def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain) -> None:
     """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
-    joint faster than max_velocity (rad/s) allows it (speed_units) between two of them."""
-    units = speed_units(chain, max_velocity)
+    joint faster than it may go between two of them: max_velocity (rad/s; slide_units for a
+    prismatic joint) where given (> 0), and its own URDF velocity limit."""
     speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
-    index, joint = np.unravel_index(np.argmax(speeds / units), speeds.shape)
-    if speeds[index, joint] > max_velocity * units[joint]:
+    asked = max_velocity * slide_units(chain) if max_velocity else np.full(chain.n_joints, np.inf)
+    own = velocity_limits(chain)
+    allowed = np.minimum(asked, own)
+    index, joint = np.unravel_index(np.argmax(speeds / allowed), speeds.shape)
+    if speeds[index, joint] > allowed[joint]:
         unit = 'm/s' if chain.joints[joint].prismatic else 'rad/s'
+        limit = (
+            f'its URDF velocity limit {own[joint]:g} {unit}'
+            if own[joint] <= asked[joint]
+            else f'max_velocity {asked[joint]:g} {unit}'
+        )
         raise RequestError(
             f'timed_path: its times need {chain.joint_names[joint]} at '
-            f'{speeds[index, joint]:.3g} {unit} to reach waypoint {index}, above max_velocity '
-            f'{max_velocity * units[joint]:g} {unit}'
+            f'{speeds[index, joint]:.3g} {unit} to reach waypoint {index}, above {limit}'
         )

@@ -218,8 +218,9 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
         raise UrdfError(f'joint {urdf_joint.name!r} has a zero axis')
     reach = limits = CONTINUOUS_LIMITS
     speed = getattr(urdf_joint.limit, 'velocity', None)
-    # velocity="0" (URDFs written for visualisation) gives no limit.
-    velocity_limit = float(speed) if speed is not None and float(speed) > 0.0 else None
+    # velocity="0" (URDFs written for visualisation) gives no limit, nor does a non-finite one.
+    speed = math.nan if speed is None else float(speed)
+    velocity_limit = speed if math.isfinite(speed) and speed > 0.0 else None
     if urdf_joint.type in LIMITED_JOINT_TYPES:
         reach = _pair(urdf_joint, 'limit', urdf_joint.limit, 'lower', 'upper')
         limits = reach

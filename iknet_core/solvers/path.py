@@ -595,17 +595,22 @@ def follow_path(
     )
 
 
+def slide_units(chain: Chain) -> np.ndarray:
+    """(n,) what one rad/s of a speed limit is for each joint: 1 rad/s, or SLIDE_METRES_PER_RAD
+    m/s for a prismatic joint."""
+    return np.array([SLIDE_METRES_PER_RAD if joint.prismatic else 1.0 for joint in chain.joints])
+
+
+def velocity_limits(chain: Chain) -> np.ndarray:
+    """(n,) each joint's own velocity_limit (rad/s, m/s; its URDF's), inf where it has none."""
+    return np.array([joint.velocity_limit or np.inf for joint in chain.joints])
+
+
 def speed_units(chain: Chain, max_velocity: float = DEFAULT_MAX_VELOCITY) -> np.ndarray:
-    """(n,) what one rad/s of the speed limit max_velocity is for each joint: 1 rad/s, or
-    SLIDE_METRES_PER_RAD m/s for a prismatic joint, less where the joint's own velocity_limit
-    (its URDF's) is lower. Joint values divided by it share the one limit max_velocity."""
-    units = []
-    for joint in chain.joints:
-        unit = SLIDE_METRES_PER_RAD if joint.prismatic else 1.0
-        if joint.velocity_limit is not None:
-            unit = min(unit, joint.velocity_limit / max_velocity)
-        units.append(unit)
-    return np.array(units)
+    """(n,) what one rad/s of the speed limit max_velocity is for each joint: slide_units, less
+    where the joint's own velocity limit is lower. Joint values divided by it share the one
+    limit max_velocity."""
+    return np.minimum(slide_units(chain), velocity_limits(chain) / max_velocity)
 
 
 def time_stamps(

@@ -145,10 +145,10 @@ class RefinedSolver:
             )
         # Restarts inside the limits (where the settings restart at all) on an arm with joints
         # to spare: its solutions inside them form a continuum that restarts find. On an arm
-        # with none, only where the proposer gave one seed (refine-from-zero; a network's
-        # hypotheses offer the other branches), and at most BRANCH_RESTARTS: where no branch
-        # lies inside, each restart is lost (settings.restarts of them cost ~350 us a pose on
-        # the OM-X's hand-guided poses past its limits, 2.5 % of its test recording).
+        # with none, only where the proposer gave one seed (refine-from-zero, a one-hypothesis
+        # network; K hypotheses offer the other branches), and at most BRANCH_RESTARTS: where
+        # no branch lies inside, each restart is lost (settings.restarts of them cost ~350 us a
+        # pose on the OM-X's hand-guided poses past its limits, 2.5 % of its test recording).
         self._spare = spare
         limits_settings = refiner.settings
         if not spare:
