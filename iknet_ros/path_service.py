@@ -198,7 +198,7 @@ def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, cha
     allowed = np.minimum(asked, own)
     index, joint = np.unravel_index(np.argmax(speeds / allowed), speeds.shape)
     if speeds[index, joint] > allowed[joint]:
-        unit = 'm/s' if chain.joints[joint].prismatic else 'rad/s'
+        unit = f'{chain.joints[joint].unit}/s'
         limit = (
             f'its URDF velocity limit {own[joint]:g} {unit}'
             if own[joint] <= asked[joint]

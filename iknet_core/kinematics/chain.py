@@ -36,6 +36,11 @@ class Joint:
     def prismatic(self) -> bool:
         return self.kind == 'prismatic'
 
+    @property
+    def unit(self) -> str:
+        """What its values are in: 'm' for a prismatic joint, 'rad' for a revolute one."""
+        return 'm' if self.prismatic else 'rad'
+
     def __post_init__(self) -> None:
         if self.velocity_limit is not None and not self.velocity_limit > 0.0:
             raise ValueError(

@@ -734,9 +734,8 @@ def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     if len(outside):
         i = outside[0]
         raise ValueError(
-            f'start joint {chain.joint_names[i]} = {start[i]:.4f} '
-            f'{"m" if chain.joints[i].prismatic else "rad"} is outside its reach '
-            f'[{low[i]:.4f}, {high[i]:.4f}]'
+            f'start joint {chain.joint_names[i]} = {start[i]:.4f} {chain.joints[i].unit} '
+            f'is outside its reach [{low[i]:.4f}, {high[i]:.4f}]'
         )
     return np.clip(start, *joint_bounds(chain, 'limits'))
 

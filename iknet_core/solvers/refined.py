@@ -305,16 +305,9 @@ class RefinedSolver:
         again = refiner.refine(
             positions[stalled], rotations[stalled], moved.joints[stalled], restarts=True
         )
-        rows = np.flatnonzero(stalled)
-
-        def merged(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-            out = first.copy()
-            out[rows] = second
-            return out
-
-        return Refinement(
-            *(merged(getattr(moved, f.name), getattr(again, f.name)) for f in fields(Refinement))
-        )
+        for field in fields(Refinement):  # moved's arrays are its own: written in place
+            getattr(moved, field.name)[stalled] = getattr(again, field.name)
+        return moved
 
     def _first_try_answers(self, solutions: Solutions, lone: bool) -> bool:
         """The first try is the answer: there is only one seed, no refinement (the `network`
