@@ -78,6 +78,13 @@ class Chain:
     def n_joints(self) -> int:
         return len(self.joints)
 
+    @property
+    def stretched_length(self) -> float:
+        """The arm stretched out (m): the sum of its link offsets, slides at zero. A length
+        scale for tool motion against joint motion, and for what a network sees of a target."""
+        offsets = [joint.origin_xyz for joint in self.joints] + [self.tip_xyz]
+        return sum(math.hypot(*offset) for offset in offsets)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form, stored in checkpoints and recording metadata."""
         return asdict(self)

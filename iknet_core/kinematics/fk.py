@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.transforms import (
     Array,
     array_module,
@@ -13,6 +13,40 @@ from iknet_core.kinematics.transforms import (
     quaternion_from_matrix,
     rpy_matrix,
 )
+
+
+def base_frame(like: Array) -> tuple[Array, Array]:
+    """The base frame as a rotation (..., 3, 3) and position (..., 3), shaped like `like`
+    (..., k) without its last dimension."""
+    batch = like.shape[:-1]
+    rotation = constant(np.broadcast_to(np.eye(3), (*batch, 3, 3)), like)
+    return rotation, constant(np.zeros((*batch, 3)), like)
+
+
+def enter_joint(joint: Joint, rotation: Array, position: Array) -> tuple[Array, Array]:
+    """The frame the joint moves in (before its own motion), from the frame before it."""
+    position = position + (rotation @ constant(joint.origin_xyz, position)[:, None])[..., 0]
+    if any(joint.origin_rpy):
+        rotation = rotation @ constant(rpy_matrix(joint.origin_rpy), position)
+    return rotation, position
+
+
+def move_joint(
+    joint: Joint, rotation: Array, position: Array, value: Array
+) -> tuple[Array, Array]:
+    """The frame after the joint turns (rad) or slides (m) by value (...,), from enter_joint's."""
+    if joint.prismatic:
+        axis = (rotation @ constant(joint.axis, position)[:, None])[..., 0]
+        return rotation, position + axis * value[..., None]
+    return rotation @ axis_angle_matrix(joint.axis, value), position
+
+
+def tip_pose(chain: Chain, rotation: Array, position: Array) -> tuple[Array, Array]:
+    """The tip's position and rotation from the frame after the last joint's motion."""
+    position = position + (rotation @ constant(chain.tip_xyz, position)[:, None])[..., 0]
+    if any(chain.tip_rpy):
+        rotation = rotation @ constant(rpy_matrix(chain.tip_rpy), position)
+    return position, rotation
 
 
 def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Array, Array]:
@@ -27,24 +61,14 @@ def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Arra
             f'expected joints of shape (..., {chain.n_joints}) for {chain.name}, '
             f'got {tuple(q.shape)}'
         )
-    batch = q.shape[:-1]
-    rotation = constant(np.broadcast_to(np.eye(3), (*batch, 3, 3)), q)
-    position = constant(np.zeros((*batch, 3)), q)
+    rotation, position = base_frame(q)
     axes, origins = [], []
     for index, joint in enumerate(chain.joints):
-        position = position + (rotation @ constant(joint.origin_xyz, q)[:, None])[..., 0]
-        if any(joint.origin_rpy):
-            rotation = rotation @ constant(rpy_matrix(joint.origin_rpy), q)
-        axis = (rotation @ constant(joint.axis, q)[:, None])[..., 0]
-        axes.append(axis)
+        rotation, position = enter_joint(joint, rotation, position)
+        axes.append((rotation @ constant(joint.axis, q)[:, None])[..., 0])
         origins.append(position)
-        if joint.prismatic:
-            position = position + axis * q[..., index, None]
-        else:
-            rotation = rotation @ axis_angle_matrix(joint.axis, q[..., index])
-    position = position + (rotation @ constant(chain.tip_xyz, q)[:, None])[..., 0]
-    if any(chain.tip_rpy):
-        rotation = rotation @ constant(rpy_matrix(chain.tip_rpy), q)
+        rotation, position = move_joint(joint, rotation, position, q[..., index])
+    position, rotation = tip_pose(chain, rotation, position)
     return axes, origins, position, rotation
 
 

@@ -683,8 +683,7 @@ def default_max_step(
     the path is position-only)."""
     if len(positions) < 2:
         return MIN_MAX_STEP
-    offsets = [joint.origin_xyz for joint in chain.joints] + [chain.tip_xyz]
-    length = np.linalg.norm(offsets, axis=-1).sum()  # the arm stretched out (m)
+    length = chain.stretched_length
     spacing = np.linalg.norm(np.diff(positions, axis=0), axis=-1) / max(length, 1e-9)
     if not settings.is_position_only:
         spacing = spacing + rotation_angle_between(rotations[1:], rotations[:-1])
