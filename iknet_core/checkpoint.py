@@ -75,6 +75,10 @@ def save_checkpoint(
     return path
 
 
+# Config fields added since format version 1, with the value that rebuilds a model saved before
+# them (a config is stored whole, so a field it lacks predates it).
+LEGACY_MODEL_CONFIG = {'mixture': {'local_frames': False}}
+
 # How a file torch.save wrote begins: its zip archive, or a pickle (the legacy format).
 TORCH_FILE_STARTS = (b'PK\x03\x04', b'\x80')
 
@@ -106,7 +110,9 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         )
     try:
         chain = Chain.from_dict(content['chain'])
-        model = build_model(content['model_type'], content['model_config'])
+        model_type = content['model_type']
+        config = {**LEGACY_MODEL_CONFIG.get(model_type, {}), **content['model_config']}
+        model = build_model(model_type, config, chain)
         model.load_state_dict(content['state_dict'])
         model.set_normalization(content['normalization'])
     except (ValueError, RuntimeError, TypeError) as error:

@@ -12,10 +12,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from torch import nn
 
-from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_features
+from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.fk import base_frame, enter_joint, move_joint
+from iknet_core.kinematics.transforms import (
+    constant,
+    matrix_from_quaternion,
+    rotation_features,
+    rpy_matrix,
+)
 
 POSE_DIM = 7  # x, y, z (m), qx, qy, qz, qw as on /kinematics_pose
 # Smallest input std used for normalization (m or unitless); features are O(0.1) to O(1).
@@ -50,6 +58,8 @@ class IKNetwork(nn.Module):
     """
 
     config_class: ClassVar[type]
+    # Whether the model is built with the chain it is for (build_model passes it).
+    uses_chain: ClassVar[bool] = False
     # Buffers that stay float32 under half precision: their rounding would reach the answer.
     float32_buffers: ClassVar[tuple[str, ...]] = ('input_mean', 'input_std')
 
@@ -270,6 +280,11 @@ class MixtureConfig:
     component_temperature: float = 1.0
     position_only: bool = False
     tool_frame_features: bool = True
+    # Head j also sees the target in joint j's own frame, from FK of the joints before it
+    # (target_features): what the joints from j on must still do, whatever the earlier ones
+    # did, so later joints make up for an earlier joint's error instead of inheriting it. Models
+    # saved before this field lack it (checkpoint.LEGACY_MODEL_CONFIG: off).
+    local_frames: bool = True
     # Component means stay on center +- half_range (rad) per joint; empty: +- pi.
     joint_centers: tuple[float, ...] = ()
     joint_half_ranges: tuple[float, ...] = ()
@@ -300,20 +315,27 @@ class MixtureIKNet(IKNetwork):
     it on (pose, joints) pairs with teacher forcing."""
 
     config_class = MixtureConfig
+    uses_chain = True
     float32_buffers = (*IKNetwork.float32_buffers, 'joint_center', 'joint_half_range')
 
-    def __init__(self, config: MixtureConfig) -> None:
+    def __init__(self, config: MixtureConfig, chain: Chain | None = None) -> None:
         features = 3 if config.position_only else 12 if config.tool_frame_features else 9
         super().__init__(features)
         self.config = config
         n, width = config.n_joints, config.width
+        # The chain whose frames local_frames needs; None without them.
+        self.chain = _local_frames_chain(config, chain)
+        self.n_local = (
+            0 if self.chain is None else LOCAL_POSITION if config.position_only else LOCAL_POSE
+        )
         self.stem = nn.Linear(self.n_features, width)
         self.blocks = nn.Sequential(*(ResidualBlock(width) for _ in range(config.n_blocks)))
         self.norm = nn.LayerNorm(width)
-        # Head j sees the pose embedding and (cos, sin) of joints 0..j-1.
+        # Head j sees the pose embedding, (cos, sin) of joints 0..j-1 and, with local_frames,
+        # the target in joint j's frame (target_features).
         self.heads = nn.ModuleList(
             nn.Sequential(
-                nn.Linear(width + 2 * j, config.head_width),
+                nn.Linear(width + 2 * j + self.n_local, config.head_width),
                 nn.SiLU(),
                 nn.Linear(config.head_width, config.head_width),
                 nn.SiLU(),
@@ -347,15 +369,63 @@ class MixtureIKNet(IKNetwork):
         return nn.functional.linear(embedding, first.weight[:, : self.config.width], first.bias)
 
     def mixture(
-        self, pose_terms: torch.Tensor, previous: torch.Tensor, joint: int
+        self,
+        pose_terms: torch.Tensor,
+        previous: torch.Tensor,
+        joint: int,
+        local: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Joint `joint`'s mixture given its pose terms (pose_terms(), B or (B, count) leading
-        dims) and (cos, sin) of the joints before it (same leading dims, 2 * joint): log
-        weights, means (rad), log stds, each (..., M)."""
+        dims), (cos, sin) of the joints before it (same leading dims, 2 * joint) and, with
+        local_frames, the target in its frame (target_features, n_local): log weights, means
+        (rad), log stds, each (..., M)."""
         head = self.heads[joint]
+        if local is not None:
+            previous = torch.cat([previous, local.to(previous.dtype)], -1)
         earlier = nn.functional.linear(previous, head[0].weight[:, self.config.width :])
         raw = head[1:](pose_terms + earlier)
         return self.components(raw, self.joint_center[joint], self.joint_half_range[joint])
+
+    def targets(self, poses: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """What target_features expresses in each joint's frame, from poses (B, 7), in float32:
+        the target position (B, 3) and, for whole poses, its rotation (B, 3, 3) and where the
+        last joint's origin must be (B, 3): the tip pose fixes it (the last joint turns about
+        it or slides the tip along), and it is the point the joints before it must place."""
+        poses = poses.float()
+        if self.config.position_only:
+            return (poses[:, :3],)
+        rotation = matrix_from_quaternion(poses[:, 3:])
+        chain = self.chain
+        tip = constant(rpy_matrix(chain.tip_rpy).T @ np.asarray(chain.tip_xyz), poses)
+        return poses[:, :3], rotation, poses[:, :3] - (rotation @ tip[:, None])[..., 0]
+
+    def target_features(
+        self, rotation: torch.Tensor, position: torch.Tensor, targets: tuple[torch.Tensor, ...]
+    ) -> torch.Tensor:
+        """The targets (targets(), broadcast) in a joint's frame (rotation (..., 3, 3), position
+        (..., 3)): (..., n_local), lengths over the stretched arm's."""
+        inverse = rotation.transpose(-1, -2)
+        scale = 1.0 / self.chain.stretched_length
+        target_position = (inverse @ (targets[0] - position)[..., None])[..., 0] * scale
+        if self.config.position_only:
+            return target_position
+        _, target_rotation, last_origin = targets
+        last = (inverse @ (last_origin - position)[..., None])[..., 0] * scale
+        return torch.cat([target_position, (inverse @ target_rotation).flatten(-2), last], -1)
+
+    def teacher_forced_local(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
+        """(B, n, n_local): each joint's target_features with the true joints before it, in
+        float32 (FK in half precision would blur the millimetres the heads are to learn)."""
+        with torch.autocast(poses.device.type, enabled=False):
+            joints = joints.float()
+            targets = self.targets(poses)
+            rotation, position = base_frame(joints)
+            local = []
+            for j, joint in enumerate(self.chain.joints):
+                rotation, position = enter_joint(joint, rotation, position)
+                local.append(self.target_features(rotation, position, targets))
+                rotation, position = move_joint(joint, rotation, position, joints[:, j])
+            return torch.stack(local, 1)
 
     def components(
         self, raw: torch.Tensor, center: torch.Tensor, half_range: torch.Tensor
@@ -367,7 +437,7 @@ class MixtureIKNet(IKNetwork):
         return logits.log_softmax(-1), means, log_stds.clamp(*MIXTURE_LOG_STD)
 
     def teacher_forced_mixtures(
-        self, embedding: torch.Tensor, joints: torch.Tensor
+        self, embedding: torch.Tensor, poses: torch.Tensor, joints: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every joint's mixture given the true joints before it, all heads in one batched
         product per layer rather than one small product per head (training runs one step per
@@ -379,7 +449,7 @@ class MixtureIKNet(IKNetwork):
         # Head j sees the first 2j columns of previous: zero weights for the rest.
         earlier_weights = torch.stack(
             [
-                nn.functional.pad(head[0].weight[:, width:], (0, 2 * (n - 1 - j)))
+                nn.functional.pad(head[0].weight[:, width : width + 2 * j], (0, 2 * (n - 1 - j)))
                 for j, head in enumerate(heads)
             ]
         )
@@ -389,6 +459,12 @@ class MixtureIKNet(IKNetwork):
             + torch.einsum('bk,nhk->bnh', previous, earlier_weights)
             + torch.stack([head[0].bias for head in heads])
         )
+        if self.n_local:
+            local = self.teacher_forced_local(poses, joints).to(embedding.dtype)
+            local_weights = torch.stack(
+                [head[0].weight[:, width + 2 * j :] for j, head in enumerate(heads)]
+            )
+            hidden = hidden + torch.einsum('bnf,nhf->bnh', local, local_weights)
         for layer in (2, 4):  # the heads' later Linear layers, each after a SiLU
             weights = torch.stack([head[layer].weight for head in heads])
             biases = torch.stack([head[layer].bias for head in heads])
@@ -399,7 +475,7 @@ class MixtureIKNet(IKNetwork):
         """log p(joints (B, n) | poses (B, 7)) (B,), every joint's term at once (teacher
         forcing: each head sees the true joints before its own)."""
         embedding = self.trunk(self.normalized_features(poses))
-        log_weights, means, log_stds = self.teacher_forced_mixtures(embedding, joints)
+        log_weights, means, log_stds = self.teacher_forced_mixtures(embedding, poses, joints)
         z = (joints[..., None] - means) * torch.exp(-log_stds)
         log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
         return torch.logsumexp(log_weights + log_normal, -1).sum(-1)
@@ -426,10 +502,12 @@ class MixtureIKNet(IKNetwork):
         shape = (len(poses), count)
         joints = torch.empty(*shape, self.config.n_joints, device=poses.device)
         previous = embedding.new_zeros(*shape, 0)
+        frames = SampledFrames(self, poses, joints) if self.chain is not None else None
         for j in range(self.config.n_joints):
             # (B, 1, head_width) broadcast over the count samples of each pose.
             pose_terms = self.pose_terms(embedding, j)[:, None]
-            log_weights, means, log_stds = self.mixture(pose_terms, previous, j)
+            local = frames.enter(j) if frames is not None else None
+            log_weights, means, log_stds = self.mixture(pose_terms, previous, j, local)
             noise = torch.rand(log_weights.shape, generator=generator, device=poses.device)
             # Gumbel-max picks a component with probability its (sharpened) weight.
             gumbel = -torch.log(-torch.log(noise.clamp_min(1e-12)))
@@ -445,6 +523,8 @@ class MixtureIKNet(IKNetwork):
             joints[..., j] = means.gather(-1, pick)[..., 0] + temperature * std * normal
             angles = angle_features(joints[..., j : j + 1]).to(previous.dtype)
             previous = torch.cat([previous, angles], -1)
+            if frames is not None:
+                frames.move(j)
         return joints
 
     def forward(self, poses: torch.Tensor) -> torch.Tensor:
@@ -459,6 +539,56 @@ class MixtureIKNet(IKNetwork):
             generator=generator,
             component_temperature=self.config.component_temperature,
         )
+
+
+# What target_features gives a head: the target position in the joint's frame (3) and, for
+# whole poses, the target rotation in it (9) and the last joint's origin in it (3).
+LOCAL_POSITION = 3
+LOCAL_POSE = 15
+
+
+def _local_frames_chain(config: MixtureConfig, chain: Chain | None) -> Chain | None:
+    """The chain a model with local_frames computes its frames on (ValueError where it is
+    missing or has another joint count); None for a model without them."""
+    if not config.local_frames:
+        return None
+    if chain is None:
+        raise ValueError(
+            'a mixture model with local_frames needs the chain it is for: '
+            "build_model('mixture', config, chain)"
+        )
+    if chain.n_joints != config.n_joints:
+        raise ValueError(
+            f'a {config.n_joints}-joint mixture model cannot use chain {chain.name!r} '
+            f'({chain.n_joints} joints)'
+        )
+    return chain
+
+
+class SampledFrames:
+    """Joint frames of the samples being drawn, one joint at a time, in float32: enter(j) gives
+    joint j's target_features from the joints drawn before it, move(j) applies joint j."""
+
+    def __init__(self, model: MixtureIKNet, poses: torch.Tensor, joints: torch.Tensor) -> None:
+        self.model, self.joints = model, joints  # joints (B, count, n), filled as drawn
+        self.device = poses.device.type
+        with torch.autocast(self.device, enabled=False):
+            # (B, 1, ...): broadcast over the count samples of each pose.
+            self.targets = tuple(t[:, None] for t in model.targets(poses))
+            self.rotation, self.position = base_frame(joints)
+
+    def enter(self, j: int) -> torch.Tensor:
+        joint = self.model.chain.joints[j]
+        with torch.autocast(self.device, enabled=False):
+            self.rotation, self.position = enter_joint(joint, self.rotation, self.position)
+            return self.model.target_features(self.rotation, self.position, self.targets)
+
+    def move(self, j: int) -> None:
+        joint = self.model.chain.joints[j]
+        with torch.autocast(self.device, enabled=False):
+            self.rotation, self.position = move_joint(
+                joint, self.rotation, self.position, self.joints[..., j]
+            )
 
 
 def angle_features(joints: torch.Tensor) -> torch.Tensor:
@@ -497,7 +627,13 @@ def model_class_of(model_type: str) -> type[IKNetwork]:
         raise ValueError(f'unknown model type {model_type!r}; known: {sorted(MODELS)}') from None
 
 
-def build_model(model_type: str, config: dict[str, Any] | None = None) -> IKNetwork:
-    """A fresh model from its type name and (partial) config dict."""
+def build_model(
+    model_type: str, config: dict[str, Any] | None = None, chain: Chain | None = None
+) -> IKNetwork:
+    """A fresh model from its type name and (partial) config dict, for chain (what a mixture
+    model's local_frames compute on; other models need none)."""
     model_class = model_class_of(model_type)
-    return model_class(config_from_dict(model_type, config or {}))
+    model_config = config_from_dict(model_type, config or {})
+    return (
+        model_class(model_config, chain) if model_class.uses_chain else model_class(model_config)
+    )

@@ -406,7 +406,7 @@ def train(
             config = {**output_arcs(chain, every_joint), **config}
         elif args.model == 'mixture':
             config = {**joint_ranges(*covered_ranges(chain, every_joint)), **config}
-        model = build_model(args.model, config)
+        model = build_model(args.model, config, chain)
         model.fit_normalization(train_poses)
     model.to(device)
     train_poses, train_joints = train_poses.to(device), train_joints.to(device)

@@ -1,8 +1,10 @@
 """The mixture model (many solutions per pose): likelihood training, sampling, the solver stack
 and iknet-sample-bench."""
 
+import functools
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,9 +13,11 @@ import torch
 from iknet.srv import SolveIK
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics.chain import Chain, Joint
-from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.kinematics.fk import joint_frames, pose_from_joints
+from iknet_core.kinematics.robots import named_chain
+from iknet_core.kinematics.transforms import axis_angle_matrix, rpy_matrix
 from iknet_core.metrics import distinct_solutions
-from iknet_core.networks import MixtureIKNet, angle_features, build_model
+from iknet_core.networks import MixtureIKNet, SampledFrames, angle_features, build_model
 from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.factory import build_solver
@@ -21,6 +25,7 @@ from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.losses import mixture_loss
 from iknet_train.sample_bench import main, mmd_squared
+from iknet_train.synthetic import limit_ranges
 
 # Two links in a plane, reached in position only: every target has an elbow-up and an
 # elbow-down solution, which a sampler must both find.
@@ -47,14 +52,23 @@ def planar_data(count: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
-def tiny_model(**config) -> MixtureIKNet:
-    torch.manual_seed(0)
-    model = build_model(
-        'mixture',
-        {'n_joints': 2, 'width': 64, 'n_blocks': 1, 'head_width': 64, 'position_only': True}
-        | config,
+def planar_chain(n_joints: int) -> Chain:
+    """PLANAR's links, n of them (a 1- or 3-joint model needs a chain of its own)."""
+    joints = tuple(
+        Joint(
+            f'joint{i}', (0.2 if i else 0.0, 0.0, 0.0), (0.0, 0.0, 1.0), (-3.0, 3.0), (-3.0, 3.0)
+        )
+        for i in range(n_joints)
     )
-    return model
+    return replace(PLANAR, name=f'planar_{n_joints}link', joints=joints)
+
+
+def tiny_model(**config_overrides) -> MixtureIKNet:
+    torch.manual_seed(0)
+    config = {'n_joints': 2, 'width': 64, 'n_blocks': 1, 'head_width': 64, 'position_only': True}
+    config |= config_overrides
+    chain = PLANAR if config['n_joints'] == 2 else planar_chain(config['n_joints'])
+    return build_model('mixture', config, chain)
 
 
 @pytest.fixture(scope='module')
@@ -133,17 +147,37 @@ def test_sampling_is_deterministic_under_a_seed(planar_model):
     assert len(torch.unique(means[0, :, 0])) <= planar_model.config.n_components
 
 
-def test_sampling_splits_each_heads_first_layer_into_its_pose_and_joint_parts():
+@pytest.mark.parametrize('local_frames', [True, False])
+def test_sampling_splits_each_heads_first_layer_into_its_pose_and_joint_parts(local_frames):
     # sample() applies a head's first layer to the pose once per pose and to the earlier
-    # joints once per sample; the reference applies the head to their concatenation.
-    model = tiny_model(n_joints=3).eval()
+    # joints (and the target in the joint's frame) once per sample; the reference applies the
+    # head to their concatenation, with the frame from FK of the planar chain.
+    model = tiny_model(n_joints=3, local_frames=local_frames).eval()
     poses, _ = planar_data(5, seed=4)
+    chain = planar_chain(3)
     with torch.no_grad():
         embedding = model.trunk(model.normalized_features(poses))
         heaviest: list[torch.Tensor] = []
         for j, head in enumerate(model.heads):
             previous = angle_features(torch.stack(heaviest, -1)) if heaviest else embedding[:, :0]
-            logits, means, _ = head(torch.cat([embedding, previous], -1)).chunk(3, -1)
+            inputs = [embedding, previous]
+            if local_frames:
+                # Joint j sits at the origin of the link after the joints before it, turned
+                # by their sum about z: the target in its frame, over the stretched arm.
+                before = torch.stack([*heaviest, *[torch.zeros(5)] * (3 - j)], -1)[:, :3]
+                origin = joint_frames(chain, before.double())[1][j]
+                turn = before[:, :j].sum(-1).double()
+                offset = poses[:, :3].double() - origin
+                local = torch.stack(
+                    [
+                        turn.cos() * offset[:, 0] + turn.sin() * offset[:, 1],
+                        -turn.sin() * offset[:, 0] + turn.cos() * offset[:, 1],
+                        offset[:, 2],
+                    ],
+                    -1,
+                )
+                inputs.append((local / 0.55).float())  # the stretched arm: 0.2 + 0.2 + 0.15 m
+            logits, means, _ = head(torch.cat(inputs, -1)).chunk(3, -1)
             means = model.joint_center[j] + model.joint_half_range[j] * torch.tanh(means)
             heaviest.append(means.gather(1, logits.argmax(-1, keepdim=True))[:, 0])
         sampled = model.sample(poses, 3, temperature=0.0, component_temperature=0.0)
@@ -162,9 +196,14 @@ def test_training_scores_joints_with_the_mixtures_the_sampler_draws_from(n_joint
     joints = joints.float()
     embedding = model.trunk(model.normalized_features(poses))
     expected = torch.zeros(6)
+    frames = SampledFrames(model, poses, joints[:, None])  # the sampler's frames, one sample
     for j in range(n_joints):
         previous = angle_features(joints[:, :j])
-        log_weights, means, log_stds = model.mixture(model.pose_terms(embedding, j), previous, j)
+        local = frames.enter(j)[:, 0]
+        frames.move(j)
+        log_weights, means, log_stds = model.mixture(
+            model.pose_terms(embedding, j), previous, j, local
+        )
         normal = torch.distributions.Normal(means, log_stds.exp())
         expected += torch.logsumexp(log_weights + normal.log_prob(joints[:, j : j + 1]), -1)
     likelihood = model.log_likelihood(poses, joints)
@@ -315,3 +354,50 @@ def test_iknet_train_trains_a_mixture_model_for_an_arm_from_its_urdf(tmp_path):
     assert checkpoint.chain.joint_names == PLANAR.joint_names
     # Component means span each joint's reach, here a whole turn.
     assert checkpoint.model.config.joint_half_ranges == pytest.approx([math.pi, math.pi], abs=0.01)
+
+
+def test_each_head_sees_the_target_in_its_joints_frame():
+    # Whole poses on the Panda (origins with rotations) with a tool offset and rotation: the
+    # features of joint j are the target and the last joint's origin (which the tip pose fixes)
+    # in joint j's frame.
+    chain = replace(named_chain('panda'), tip_xyz=(0.02, -0.03, 0.107), tip_rpy=(0.3, -0.2, 0.5))
+    model = build_model('mixture', {'n_joints': 7, 'width': 8, 'head_width': 8}, chain)
+    joints = np.random.default_rng(0).uniform(*limit_ranges(chain).T, (4, 7))
+    poses = torch.as_tensor(pose_from_joints(chain, joints))
+    local = model.teacher_forced_local(poses, torch.as_tensor(joints)).double()
+    assert local.shape == (4, 7, 15)
+    axes, origins, tip, _ = joint_frames(chain, torch.as_tensor(joints))
+    length = chain.stretched_length
+    close = functools.partial(torch.testing.assert_close, atol=1e-6, rtol=1e-5)  # float32
+    for j, joint in enumerate(chain.joints):
+        # Distances and the component along the joint's axis are the same in any frame.
+        offset = tip - origins[j]
+        close(local[:, j, :3].norm(dim=-1) * length, offset.norm(dim=-1))
+        along = local[:, j, :3] @ torch.tensor(joint.axis, dtype=torch.float64) * length
+        close(along, (offset * axes[j]).sum(-1))
+        last = local[:, j, 12:] * length
+        close(last.norm(dim=-1), (origins[-1] - origins[j]).norm(dim=-1))
+    # The last joint sits at its own origin, and the target turned back by the tip's fixed
+    # rotation is that joint's turn about its axis.
+    close(local[:, -1, 12:], torch.zeros(4, 3, dtype=torch.float64))
+    tip_rotation = torch.as_tensor(rpy_matrix(chain.tip_rpy))
+    turned = local[:, -1, 3:12].reshape(4, 3, 3) @ tip_rotation.T
+    expected = axis_angle_matrix(chain.joints[-1].axis, torch.as_tensor(joints[:, -1]))
+    close(turned, expected)
+    with pytest.raises(ValueError, match='needs the chain it is for'):
+        build_model('mixture', {'n_joints': 7})
+    with pytest.raises(ValueError, match="7-joint mixture model cannot use chain 'planar_2link'"):
+        build_model('mixture', {'n_joints': 7}, PLANAR)
+
+
+def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_path):
+    model = tiny_model(local_frames=False).eval()
+    path = save_checkpoint(tmp_path / 'old.pt', model, 'mixture', PLANAR, {})
+    content = torch.load(path, weights_only=True)
+    del content['model_config']['local_frames']  # as a model saved before the field
+    torch.save(content, path)
+    loaded = load_checkpoint(path).model
+    assert loaded.config.local_frames is False and loaded.chain is None
+    poses, _ = planar_data(3, seed=6)
+    with torch.no_grad():
+        assert torch.equal(loaded(poses), model(poses))

@@ -27,7 +27,7 @@ def poses(n: int = 32, seed: int = 0) -> torch.Tensor:
 
 @pytest.mark.parametrize('model_type', sorted(MODELS))
 def test_every_model_maps_poses_to_joint_hypotheses(model_type: str) -> None:
-    model = build_model(model_type).eval()
+    model = build_model(model_type, chain=OMX_CHAIN).eval()
     out = model(poses(5))
     assert out.shape == (5, model.n_hypotheses, 4)
     with pytest.raises(ValueError, match=r'expected poses of shape \(B, 7\), got \(5, 6\)'):
