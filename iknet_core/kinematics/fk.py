@@ -18,9 +18,11 @@ from iknet_core.kinematics.transforms import (
 def base_frame(like: Array) -> tuple[Array, Array]:
     """The base frame as a rotation (..., 3, 3) and position (..., 3), shaped like `like`
     (..., k) without its last dimension."""
-    batch = like.shape[:-1]
-    rotation = constant(np.broadcast_to(np.eye(3), (*batch, 3, 3)), like)
-    return rotation, constant(np.zeros((*batch, 3)), like)
+    # Broadcast views of one constant: a sampler's (B, count) batch on a GPU copies 36 bytes,
+    # not B x count matrices, from the host.
+    xp, batch = array_module(like), tuple(like.shape[:-1])
+    rotation = xp.broadcast_to(constant(np.eye(3), like), (*batch, 3, 3))
+    return rotation, xp.broadcast_to(constant(np.zeros(3), like), (*batch, 3))
 
 
 def enter_joint(joint: Joint, rotation: Array, position: Array) -> tuple[Array, Array]:
