@@ -4,7 +4,7 @@ import torch
 from golden import REFERENCE_JOINTS, REFERENCE_POSES, random_observed_joints
 
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
-from iknet_core.kinematics.transforms import canonical_quaternion, matrix_from_quaternion
+from iknet_core.kinematics.transforms import canonical_quaternion, constant, matrix_from_quaternion
 
 
 def test_fk_reproduces_reference_rows():
@@ -57,3 +57,16 @@ def test_float32_inputs_stay_float32():
 def test_wrong_joint_count_is_a_clear_error():
     with pytest.raises(ValueError, match=r'expected joints of shape \(\.\.\., 4\).*got \(2, 3\)'):
         forward_kinematics(OMX_CHAIN, np.zeros((2, 3)))
+
+
+def test_constants_on_an_accelerator_are_made_once() -> None:
+    # Each new tensor from the host waits for the device's queue; FK asks for the same few
+    # constants every call. The meta device stands in for CUDA here.
+    like = torch.empty(1, device='meta')
+    first = constant(np.eye(3), like)
+    assert first.device.type == 'meta' and first.shape == (3, 3)
+    assert constant(np.eye(3), like) is first
+    assert constant(np.eye(3), torch.empty(1, device='meta', dtype=torch.float64)) is not first
+    assert constant((0.0, 1.0, 0.0), like).shape == (3,)
+    on_cpu = constant(np.eye(3), torch.zeros(1))
+    assert on_cpu is not constant(np.eye(3), torch.zeros(1))  # plain tensors on the CPU

@@ -6,6 +6,7 @@ so one implementation serves the recorder (numpy, no torch import) and training 
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 from typing import Any
@@ -25,11 +26,26 @@ def array_module(x: Array) -> ModuleType:
 
 
 def constant(value: Any, like: Array) -> Array:
-    """A constant in the array library, dtype and device of `like`."""
+    """A constant in the array library, dtype and device of `like` (never to be written to)."""
     xp = array_module(like)
     if xp is np:
         return np.asarray(value, dtype=like.dtype)
-    return xp.as_tensor(np.array(value), dtype=like.dtype, device=like.device)
+    array = np.array(value)
+    if like.device.type == 'cpu':
+        return xp.as_tensor(array, dtype=like.dtype)
+    # On an accelerator a new tensor from the host is a copy that waits for the device's queue,
+    # ~4 per joint per FK call: the chain's few constants are made there once.
+    return _device_constant(array.tobytes(), array.shape, array.dtype.str, like.dtype, like.device)
+
+
+@functools.lru_cache(maxsize=512)
+def _device_constant(
+    data: bytes, shape: tuple[int, ...], numpy_dtype: str, dtype: Any, device: Any
+) -> Any:
+    import torch
+
+    array = np.frombuffer(data, dtype=numpy_dtype).reshape(shape)
+    return torch.as_tensor(array.copy(), dtype=dtype, device=device)
 
 
 def axis_angle_matrix(axis: tuple[float, float, float], angle: Array) -> Array:
