@@ -93,6 +93,10 @@ class IKNetwork(nn.Module):
         """poses (B, 7) -> (B, K, n_joints) rad."""
         return self.to_angles(self.trunk(self.normalized_features(poses)))
 
+    def use_chain(self, chain: Chain) -> None:
+        """Answer for chain from now on (a fine-tune on another arm); a model that computes
+        nothing with its chain keeps none."""
+
     def fit_normalization(self, poses: torch.Tensor) -> None:
         """Input mean and std from training poses (B, 7)."""
         with torch.no_grad():
@@ -351,6 +355,11 @@ class MixtureIKNet(IKNetwork):
     def n_hypotheses(self) -> int:
         return self.config.n_hypotheses
 
+    def use_chain(self, chain: Chain) -> None:
+        """Local frames from chain's FK from now on (ValueError for another joint count)."""
+        if self.chain is not None:
+            self.chain = _local_frames_chain(self.config, chain)
+
     def features(self, poses: torch.Tensor) -> torch.Tensor:
         if self.config.position_only:
             check_poses(poses)
@@ -389,8 +398,9 @@ class MixtureIKNet(IKNetwork):
     def targets(self, poses: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """What target_features expresses in each joint's frame, from poses (B, 7), in float32:
         the target position (B, 3) and, for whole poses, its rotation (B, 3, 3) and where the
-        last joint's origin must be (B, 3): the tip pose fixes it (the last joint turns about
-        it or slides the tip along), and it is the point the joints before it must place."""
+        frame after the last joint's motion must be (B, 3): the tip pose fixes it, and for a
+        last joint that turns, it is that joint's origin, the point the joints before it must
+        place."""
         poses = poses.float()
         if self.config.position_only:
             return (poses[:, :3],)
@@ -403,9 +413,10 @@ class MixtureIKNet(IKNetwork):
         self, rotation: torch.Tensor, position: torch.Tensor, targets: tuple[torch.Tensor, ...]
     ) -> torch.Tensor:
         """The targets (targets(), broadcast) in a joint's frame (rotation (..., 3, 3), position
-        (..., 3)): (..., n_local), lengths over the stretched arm's."""
+        (..., 3)): (..., n_local), lengths over the stretched arm's (in m where a chain of bare
+        slides has none)."""
         inverse = rotation.transpose(-1, -2)
-        scale = 1.0 / self.chain.stretched_length
+        scale = 1.0 / (self.chain.stretched_length or 1.0)
         target_position = (inverse @ (targets[0] - position)[..., None])[..., 0] * scale
         if self.config.position_only:
             return target_position
@@ -414,8 +425,9 @@ class MixtureIKNet(IKNetwork):
         return torch.cat([target_position, (inverse @ target_rotation).flatten(-2), last], -1)
 
     def teacher_forced_local(self, poses: torch.Tensor, joints: torch.Tensor) -> torch.Tensor:
-        """(B, n, n_local): each joint's target_features with the true joints before it, in
-        float32 (FK in half precision would blur the millimetres the heads are to learn)."""
+        """(B, n, n_local): each joint's target_features with the true joints before it. The FK
+        runs in float32 (a chain of half-precision products would blur the millimetres the heads
+        are to learn); under --amp the features then meet the head's precision as any input."""
         with torch.autocast(poses.device.type, enabled=False):
             joints = joints.float()
             targets = self.targets(poses)

@@ -400,6 +400,7 @@ def train(
     if base is not None:
         check_inside_arcs(args, base, chain, every_joint)
         model = base.model  # its normalization too: the weights were fitted to it
+        model.use_chain(chain)  # the arm this run trains for (a mixture model's local frames)
     else:
         config = {'n_joints': chain.n_joints, **model_config}
         if args.model == 'iknet':
@@ -479,7 +480,15 @@ def train(
     if args.resume is not None:
         snapshot = torch.load(args.resume, map_location=device, weights_only=True)
         check_resumable(args, snapshot, epochs * iters_per_epoch)
-        manager.load_state_dict(snapshot)
+        try:
+            manager.load_state_dict(snapshot)
+        except RuntimeError as error:  # torch's state_dict mismatch: another architecture
+            detail = ' '.join(str(error).split())[:300]
+            raise ValueError(
+                f'{args.resume} is a snapshot of another model than these flags build ({detail}); '
+                '--resume needs the flags the run was started with (a mixture run started '
+                'before local frames: --model-config \'{"local_frames": false}\')'
+            ) from None
         logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
 
     # fp16 gradients underflow without loss scaling; bf16 and float32 need none.

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytorch_pfn_extras as ppe
 
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
@@ -15,6 +16,7 @@ from iknet_core.networks import build_model, joint_arcs
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.finetune_study import main as study_main
 from iknet_train.finetune_study import perturbed_chain
+from iknet_train.train import build_parser, train
 from iknet_train.train import main as train_main
 
 
@@ -68,3 +70,29 @@ def test_a_fine_tune_refuses_data_beyond_the_base_models_arcs(tmp_path: Path, ca
     assert train_main(argv) == 1
     error = capsys.readouterr().err
     assert "['joint2', 'joint3', 'joint4'] only within its output arcs" in error
+
+
+def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
+    tmp_path: Path,
+) -> None:
+    # A mixture model's local frames are FK of its chain: fine-tuned on arm B, it must compute
+    # them on B while it trains, not on the arm A it came from.
+    config = {'n_joints': 4, 'width': 16, 'n_blocks': 1, 'head_width': 16}
+    base = save_checkpoint(
+        tmp_path / 'a.pt', build_model('mixture', config, OMX_CHAIN), 'mixture', OMX_CHAIN
+    )
+    arm_b = perturbed_chain(OMX_CHAIN, 0.2, seed=1)
+    urdf = tmp_path / 'b.urdf'
+    urdf.write_text(chain_to_urdf(arm_b))
+    seen: list = []
+
+    @ppe.training.extension.make_extension(trigger=(1, 'iteration'))
+    def record_chain(manager) -> None:
+        seen.append(manager.models['main'].chain)
+
+    argv = ['--init-from', str(base), '--urdf', str(urdf), '--base', 'world', '--tip',
+            'end_effector_link', '--data', '--synthetic', '300', '--epochs', '1', '--no-progress',
+            '--save-model', str(tmp_path / 'b.pt'), '--out', str(tmp_path / 'run')]  # fmt: skip
+    train(build_parser().parse_args(argv), extra_extensions=[record_chain])
+    assert seen and all(chain == arm_b for chain in seen)
+    assert load_checkpoint(tmp_path / 'b.pt').model.chain == arm_b

@@ -1,7 +1,6 @@
 """The mixture model (many solutions per pose): likelihood training, sampling, the solver stack
 and iknet-sample-bench."""
 
-import functools
 import json
 import math
 from dataclasses import replace
@@ -15,7 +14,7 @@ from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.fk import joint_frames, pose_from_joints
 from iknet_core.kinematics.robots import named_chain
-from iknet_core.kinematics.transforms import axis_angle_matrix, rpy_matrix
+from iknet_core.kinematics.transforms import axis_angle_matrix, matrix_from_quaternion, rpy_matrix
 from iknet_core.metrics import distinct_solutions
 from iknet_core.networks import MixtureIKNet, SampledFrames, angle_features, build_model
 from iknet_core.onnx_graph import ExportedNetwork
@@ -356,38 +355,75 @@ def test_iknet_train_trains_a_mixture_model_for_an_arm_from_its_urdf(tmp_path):
     assert checkpoint.model.config.joint_half_ranges == pytest.approx([math.pi, math.pi], abs=0.01)
 
 
+def homogeneous(rotation: np.ndarray, translation) -> np.ndarray:
+    matrix = np.eye(4)
+    matrix[:3, :3], matrix[:3, 3] = rotation, translation
+    return matrix
+
+
 def test_each_head_sees_the_target_in_its_joints_frame():
     # Whole poses on the Panda (origins with rotations) with a tool offset and rotation: the
-    # features of joint j are the target and the last joint's origin (which the tip pose fixes)
-    # in joint j's frame.
+    # features of joint j are the target and the frame after the last joint (which the tip
+    # pose fixes) in joint j's frame, here from 4 x 4 transforms joint after joint.
     chain = replace(named_chain('panda'), tip_xyz=(0.02, -0.03, 0.107), tip_rpy=(0.3, -0.2, 0.5))
     model = build_model('mixture', {'n_joints': 7, 'width': 8, 'head_width': 8}, chain)
     joints = np.random.default_rng(0).uniform(*limit_ranges(chain).T, (4, 7))
-    poses = torch.as_tensor(pose_from_joints(chain, joints))
-    local = model.teacher_forced_local(poses, torch.as_tensor(joints)).double()
+    poses = pose_from_joints(chain, joints)
+    local = model.teacher_forced_local(torch.as_tensor(poses), torch.as_tensor(joints)).numpy()
     assert local.shape == (4, 7, 15)
-    axes, origins, tip, _ = joint_frames(chain, torch.as_tensor(joints))
+    tip = homogeneous(rpy_matrix(chain.tip_rpy), chain.tip_xyz)
     length = chain.stretched_length
-    close = functools.partial(torch.testing.assert_close, atol=1e-6, rtol=1e-5)  # float32
-    for j, joint in enumerate(chain.joints):
-        # Distances and the component along the joint's axis are the same in any frame.
-        offset = tip - origins[j]
-        close(local[:, j, :3].norm(dim=-1) * length, offset.norm(dim=-1))
-        along = local[:, j, :3] @ torch.tensor(joint.axis, dtype=torch.float64) * length
-        close(along, (offset * axes[j]).sum(-1))
-        last = local[:, j, 12:] * length
-        close(last.norm(dim=-1), (origins[-1] - origins[j]).norm(dim=-1))
-    # The last joint sits at its own origin, and the target turned back by the tip's fixed
-    # rotation is that joint's turn about its axis.
-    close(local[:, -1, 12:], torch.zeros(4, 3, dtype=torch.float64))
-    tip_rotation = torch.as_tensor(rpy_matrix(chain.tip_rpy))
-    turned = local[:, -1, 3:12].reshape(4, 3, 3) @ tip_rotation.T
-    expected = axis_angle_matrix(chain.joints[-1].axis, torch.as_tensor(joints[:, -1]))
-    close(turned, expected)
+    for b in range(4):
+        target = homogeneous(matrix_from_quaternion(poses[b, 3:]), poses[b, :3])
+        after_last = target @ np.linalg.inv(tip)
+        frame = np.eye(4)
+        for j, joint in enumerate(chain.joints):
+            frame = frame @ homogeneous(rpy_matrix(joint.origin_rpy), joint.origin_xyz)
+            seen = np.linalg.inv(frame)
+            expected = np.concatenate(
+                [
+                    (seen @ target)[:3, 3] / length,
+                    (seen @ target)[:3, :3].ravel(),
+                    (seen @ after_last)[:3, 3] / length,
+                ]
+            )
+            np.testing.assert_allclose(local[b, j], expected, atol=2e-6)  # float32
+            frame = frame @ homogeneous(axis_angle_matrix(joint.axis, joints[b, j]), np.zeros(3))
+    # The last joint turns about its own origin, so the frame after it starts there.
+    np.testing.assert_allclose(local[:, -1, 12:], 0.0, atol=2e-6)
     with pytest.raises(ValueError, match='needs the chain it is for'):
         build_model('mixture', {'n_joints': 7})
     with pytest.raises(ValueError, match="7-joint mixture model cannot use chain 'planar_2link'"):
         build_model('mixture', {'n_joints': 7}, PLANAR)
+
+
+def test_training_and_sampling_see_the_same_frames_of_a_chain_with_a_slide():
+    # Teacher forcing computes every joint's frame at once, the sampler one joint at a time
+    # for (B, count) samples: the same features, on a chain with a slide and fixed rotations.
+    slider = Chain(
+        name='slider', base_frame='base', tip_frame='tip',
+        joints=(
+            Joint('turn', (0.0, 0.0, 0.1), (0.0, 0.0, 1.0), (-3.0, 3.0), (-3.0, 3.0),
+                  origin_rpy=(0.3, 0.0, 0.0)),
+            Joint('slide', (0.1, 0.0, 0.05), (1.0, 0.0, 0.0), (0.0, 0.3), (0.0, 0.3),
+                  origin_rpy=(0.0, 0.2, 0.0), kind='prismatic'),
+            Joint('wrist', (0.0, 0.05, 0.0), (0.0, 1.0, 0.0), (-2.0, 2.0), (-2.0, 2.0)),
+        ),
+        tip_xyz=(0.05, 0.02, 0.1), tip_rpy=(0.1, -0.2, 0.3),
+    )  # fmt: skip
+    model = build_model('mixture', {'n_joints': 3, 'width': 8, 'head_width': 8}, slider)
+    joints = torch.as_tensor(
+        np.random.default_rng(1).uniform(*limit_ranges(slider).T, (5, 3)), dtype=torch.float32
+    )
+    poses = torch.as_tensor(pose_from_joints(slider, joints.double().numpy()))
+    forced = model.teacher_forced_local(poses, joints)
+    frames = SampledFrames(model, poses, joints[:, None].expand(5, 3, 3).contiguous())
+    for j in range(3):
+        drawn = frames.enter(j)
+        assert drawn.shape == (5, 3, 15)
+        for copy in range(3):
+            torch.testing.assert_close(drawn[:, copy], forced[:, j])
+        frames.move(j)
 
 
 def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_path):

@@ -213,3 +213,15 @@ def test_loss_lets_each_pose_pick_its_hypothesis() -> None:
         )
     loss, _ = multi_hypothesis_loss(model, OMX_CHAIN, pose.float(), branches[1:].float())
     assert loss.item() > 1e-3
+
+
+def test_resume_refuses_a_snapshot_of_another_architecture(
+    recording: Path, tmp_path: Path, capsys
+) -> None:
+    assert train(recording, tmp_path / 'run', '--epochs', '2', '--model-config', SMALL) == 0
+    snapshot = str(tmp_path / 'run' / 'snapshot')
+    assert train(recording, tmp_path / 'on', '--epochs', '2', '--resume', snapshot,
+                 '--model-config', '{"width": 16, "n_blocks": 1}') == 1  # fmt: skip
+    error = capsys.readouterr().err
+    assert 'is a snapshot of another model than these flags build' in error
+    assert 'size mismatch' in error  # torch's own words, which name the layer
