@@ -50,6 +50,14 @@ def wrapped_difference(a: Array, b: Array) -> Array:
     return math.pi - (math.pi - (a - b)) % (2 * math.pi)
 
 
+def joint_differences(chain: Chain, a: Array, b: Array) -> np.ndarray:
+    """a - b (..., n): a revolute joint's wrapped to (-pi, pi] (rad), a prismatic one's as it
+    is (m): a slide 2 pi m further on is not the same position."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    prismatic = np.array([joint.prismatic for joint in chain.joints])
+    return np.where(prismatic, a - b, wrapped_difference(a, b))
+
+
 def summary(values: np.ndarray) -> dict[str, float]:
     """mean, median, p95, p99 and max of a 1-D array."""
     values = np.asarray(values, dtype=np.float64).ravel()
@@ -87,12 +95,8 @@ def accuracy_report(
     }
     if joints is not None:
         joints = np.asarray(joints, dtype=np.float64)
-        turned = np.abs(wrapped_difference(predicted, joints))
-        slid = np.abs(predicted - joints)
-        for key, prismatic, difference in (
-            ('joint_error_rad', False, turned),
-            ('joint_error_m', True, slid),
-        ):
+        difference = np.abs(joint_differences(chain, predicted, joints))
+        for key, prismatic in (('joint_error_rad', False), ('joint_error_m', True)):
             errors = {
                 joint.name: summary(difference[:, i])
                 for i, joint in enumerate(chain.joints)

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from iknet_core.checkpoint import load_checkpoint
-from iknet_core.metrics import wrapped_difference
+from iknet_core.kinematics.chain import Chain
+from iknet_core.metrics import joint_differences
 from iknet_core.onnx_graph import ExportedNetwork, write_onnx
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_train.cli import HelpFormatter, add_model_argument
@@ -48,15 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        output, difference = export(
+        output, differences = export(
             args.model, args.output, args.fp16, args.opset, args.check_samples, args.seed
         )
     except (ValueError, FileNotFoundError) as error:
         print(f'iknet-export: error: {error}', file=sys.stderr)
         return 1
+    largest = ', '.join(f'{value:.3g} {unit}' for unit, value in differences.items())
     print(
         f'wrote {output}; onnxruntime vs torch on {args.check_samples} poses: max joint '
-        f'difference {difference:.3g} rad'
+        f'difference {largest}'
     )
     return 0
 
@@ -68,8 +70,9 @@ def export(
     opset: int = 17,
     check_samples: int = 1000,
     seed: int = 0,
-) -> tuple[Path, float]:
-    """Writes the ONNX file; returns it and the max |onnxruntime - torch| difference (rad)."""
+) -> tuple[Path, dict[str, float]]:
+    """Writes the ONNX file; returns it and the max |onnxruntime - torch| difference per unit
+    of the chain's joints ('rad', and 'm' where it has prismatic ones)."""
     model_path = model_path or shipped(DEFAULT_MODEL)
     output = output or Path(model_path.stem + ('.fp16.onnx' if fp16 else '.onnx'))
     checkpoint = load_checkpoint(model_path)
@@ -78,19 +81,27 @@ def export(
     poses = torch.as_tensor(poses, dtype=torch.float32)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_onnx(wrapper, checkpoint.chain, output, opset)
-    return output, compare_with_torch(output, wrapper, poses)
+    return output, compare_with_torch(output, wrapper, poses, checkpoint.chain)
 
 
-def compare_with_torch(path: Path, wrapper: nn.Module, poses: torch.Tensor) -> float:
-    """Max |onnxruntime - torch| of the hypotheses (rad, wrapped) over poses (B, 7)."""
+def compare_with_torch(
+    path: Path, wrapper: nn.Module, poses: torch.Tensor, chain: Chain
+) -> dict[str, float]:
+    """Max |onnxruntime - torch| of the hypotheses over poses (B, 7), per unit of the joints
+    (rad, wrapped; m)."""
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(path), providers=['CPUExecutionProvider'])
     (onnx_hypotheses,) = session.run(None, {'poses': poses.numpy()})
     with torch.inference_mode():
         torch_hypotheses = wrapper(poses).numpy()
-    difference = wrapped_difference(onnx_hypotheses.astype(np.float64), torch_hypotheses)
-    return float(np.abs(difference).max())
+    difference = np.abs(joint_differences(chain, onnx_hypotheses, torch_hypotheses))
+    units = np.array([joint.unit for joint in chain.joints])
+    return {
+        unit: float(difference[..., units == unit].max())
+        for unit in ('rad', 'm')
+        if (units == unit).any()
+    }
 
 
 if __name__ == '__main__':

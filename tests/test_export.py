@@ -34,8 +34,8 @@ def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_onnx_equals_torch_for_any_batch_size(
     model_path: Path, tmp_path: Path, batch: int
 ) -> None:
-    output, difference = export(model_path, tmp_path / 'm.onnx', check_samples=200)
-    assert difference < 1e-4
+    output, differences = export(model_path, tmp_path / 'm.onnx', check_samples=200)
+    assert list(differences) == ['rad'] and differences['rad'] < 1e-4
 
     poses = synthetic_samples(OMX_CHAIN, batch, seed=5)[0].astype(np.float32)
     session = onnxruntime.InferenceSession(str(output), providers=['CPUExecutionProvider'])
@@ -55,6 +55,19 @@ def test_cli_prints_the_difference_and_fp16_halves_the_weights(
     assert capsys.readouterr().out.count('max joint difference') == 2
     weights = [i for i in onnx.load(str(half)).graph.initializer if len(i.dims) == 2]
     assert weights and all(i.data_type == onnx.TensorProto.FLOAT16 for i in weights)
+
+
+def test_a_chain_with_a_slide_reports_its_difference_in_metres(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from test_prismatic import SCARA  # 4 joints, as the OM-X model: its third slides
+
+    checkpoint = load_checkpoint(model_path)
+    scara = save_checkpoint(tmp_path / 'scara.pt', checkpoint.model, 'iknet', SCARA)
+    output, differences = export(scara, tmp_path / 'scara.onnx', check_samples=50)
+    assert list(differences) == ['rad', 'm'] and max(differences.values()) < 1e-4
+    assert main(['--model', str(scara), '--output', str(output)]) == 0
+    assert capsys.readouterr().out.strip().endswith(' m')
 
 
 def test_fp16_export_of_the_shipped_model_is_close(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import torch
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.metrics import (
     accuracy_report,
+    joint_differences,
     pose_errors,
     solution_diversity,
     summary,
@@ -32,6 +33,16 @@ def test_recorded_pose_of_joints_past_pi_has_no_error_either_way() -> None:
     )
     assert np.all(position < 1e-6) and np.all(angle < 1e-5)
     assert abs(wrapped_difference(Q_PAST_PI, shifted)[0]) < 1e-12
+
+
+def test_joint_differences_wrap_turns_but_not_slides() -> None:
+    from test_prismatic import SCARA  # shoulder, elbow, quill (m), wrist
+
+    a = np.array([math.pi - 0.1, 0.2, 0.15, 0.0])
+    b = np.array([-math.pi + 0.1, 0.2, 0.15 - 2 * math.pi, 0.3])
+    np.testing.assert_allclose(
+        joint_differences(SCARA, a, b), [-0.2, 0.0, 2 * math.pi, -0.3], atol=1e-12
+    )
 
 
 def test_errors_are_sign_free_and_measure_offsets() -> None:
