@@ -31,7 +31,7 @@ from iknet_ros.service_calls import call_with_resend, spin_until
 ARRIVED_RAD = 0.01
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='ik_client',
         description=__doc__.splitlines()[0],
@@ -89,6 +89,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--path-time', type=float, default=4.0, help='duration of the move (s)')
     parser.add_argument('--server', default='/ik_server', help='name of the IK server node')
     parser.add_argument('--timeout', type=float, default=10.0, help='seconds to wait for answers')
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The flags, with the combinations argparse cannot check refused by name."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     quaternion = [args.qx, args.qy, args.qz, args.qw]
     given = [q is not None for q in quaternion]

@@ -163,7 +163,7 @@ def measure(args: argparse.Namespace) -> dict[str, np.ndarray]:
         rclpy.try_shutdown()
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='service_bench',
         description=__doc__,
@@ -173,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--solver', default='network', help='ik_server solver parameter')
     parser.add_argument('--model', default='', help="checkpoint; '' = the shipped models")
     parser.add_argument('--trivial-server', action='store_true', help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.trivial_server:
         return serve_trivial()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')

@@ -3,6 +3,7 @@
 import importlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -244,6 +245,73 @@ def test_readme_names_the_two_commands_and_the_env_file():
     ci = (REPO_ROOT / '.ci' / 'run').read_text()
     assert 'make test' in ci
     assert Path(REPO_ROOT / 'Makefile').read_text().count('tools/') >= 2
+
+
+def readme_command_lines() -> list[list[str]]:
+    """The command lines of the README's sh blocks as a shell splits them (continuations and
+    quotes across lines joined, comments cut)."""
+    readme = (REPO_ROOT / 'README.md').read_text()
+    blocks = re.findall(r'```sh\n(.*?)```', readme, re.S)
+    commands, pending = [], ''
+    for line in '\n'.join(blocks).replace('\\\n', ' ').splitlines():
+        pending = f'{pending}\n{line}' if pending else line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quote still open: the command goes on on the next line
+            continue
+        pending = ''
+        if words:
+            commands.append(words)
+    assert not pending, f'a README command with a quote never closed: {pending}'
+    return commands
+
+
+def readme_commands() -> list[tuple[str, str, list[str]]]:
+    """(the line, the module that parses it, its arguments) for every README command line of an
+    iknet tool: an iknet-* script, `python -m iknet_...` or `ros2 run iknet NAME` (up to
+    --ros-args, which ROS reads)."""
+    scripts = pyproject()['project']['scripts']
+    executables = entry_points()
+    commands = []
+    for words in readme_command_lines():
+        if words[0] in scripts:
+            module, arguments = scripts[words[0]].split(':')[0], words[1:]
+        elif words[:2] == ['python', '-m'] and words[2].startswith('iknet'):
+            module, arguments = words[2], words[3:]
+        elif words[:3] == ['ros2', 'run', 'iknet']:
+            module, arguments = executables[words[3]], words[4:]
+            if '--ros-args' in arguments:
+                arguments = arguments[: arguments.index('--ros-args')]
+        else:
+            continue
+        commands.append((shlex.join(words), module, arguments))
+    return commands
+
+
+def test_every_readme_command_line_parses():
+    # A flag renamed or a value's form changed in code and not in the README fails here; each
+    # line is parsed as its tool parses it (ik_client with its checks of flag combinations).
+    from iknet_train.tune import split_argv
+
+    commands = readme_commands()
+    modules = {module for _, module, _ in commands}
+    assert {'iknet_train.train', 'iknet_ros.ik_client', 'iknet_train.tune'} <= modules
+    refused = []
+    for line, module, arguments in commands:
+        tool = importlib.import_module(module)
+        if module == 'iknet_train.tune':
+            arguments, train_arguments = split_argv(arguments)
+            commands.append((line, 'iknet_train.train', train_arguments))  # parsed below, too
+        try:
+            if hasattr(tool, 'parse_args'):
+                tool.parse_args(arguments)
+            elif hasattr(tool, 'build_parser'):
+                tool.build_parser().parse_args(arguments)
+            else:  # a node: ROS reads its --ros-args
+                assert not arguments, f'{module} takes no flags, the README gives {arguments}'
+        except SystemExit:
+            refused.append(line)
+    assert not refused, f'README lines their tools refuse: {refused}'
 
 
 def test_torch_openmp_spin_is_set_before_torch_loads():
