@@ -268,8 +268,8 @@ def readme_command_lines() -> list[list[str]]:
 
 def readme_commands() -> list[tuple[str, str, list[str]]]:
     """(the line, the module that parses it, its arguments) for every README command line of an
-    iknet tool: an iknet-* script, `python -m iknet_...` or `ros2 run iknet NAME` (up to
-    --ros-args, which ROS reads)."""
+    iknet tool: an iknet-* script, `python -m iknet_...` or `ros2 run iknet NAME` (what comes
+    from --ros-args on, ROS reads: a line of its own, ['--ros-args', '-p', 'name:=value', ...])."""
     scripts = pyproject()['project']['scripts']
     executables = entry_points()
     commands = []
@@ -281,7 +281,9 @@ def readme_commands() -> list[tuple[str, str, list[str]]]:
         elif words[:3] == ['ros2', 'run', 'iknet']:
             module, arguments = executables[words[3]], words[4:]
             if '--ros-args' in arguments:
-                arguments = arguments[: arguments.index('--ros-args')]
+                cut = arguments.index('--ros-args')
+                arguments, ros_arguments = arguments[:cut], arguments[cut + 1 :]
+                commands.append((shlex.join(words), module, ['--ros-args', *ros_arguments]))
         else:
             continue
         commands.append((shlex.join(words), module, arguments))
@@ -290,7 +292,8 @@ def readme_commands() -> list[tuple[str, str, list[str]]]:
 
 def test_every_readme_command_line_parses():
     # A flag renamed or a value's form changed in code and not in the README fails here; each
-    # line is parsed as its tool parses it (ik_client with its checks of flag combinations).
+    # line is parsed as its tool parses it (ik_client with its checks of flag combinations), and
+    # a node's -p parameters are names its module declares.
     from iknet_train.tune import split_argv
 
     commands = readme_commands()
@@ -299,6 +302,12 @@ def test_every_readme_command_line_parses():
     refused = []
     for line, module, arguments in commands:
         tool = importlib.import_module(module)
+        if arguments[:1] == ['--ros-args']:  # a node's parameters: names it declares
+            names = [value.split(':=')[0] for value in arguments[2::2]]
+            assert arguments[1::2] == ['-p'] * len(names), line
+            source = Path(tool.__file__).read_text()
+            refused += [f'{line} ({name})' for name in names if f"'{name}'" not in source]
+            continue
         if module == 'iknet_train.tune':
             arguments, train_arguments = split_argv(arguments)
             commands.append((line, 'iknet_train.train', train_arguments))  # parsed below, too
