@@ -6,10 +6,10 @@ import numpy as np
 
 from iknet_collect.motion import Trajectory
 from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.kinematics.chain import OMX_HAND_GUIDED_RANGES
 from iknet_core.kinematics.fk import joint_frames
 
-# Joint ranges (rad) seen in real hand-guided OM-X recordings (shared/FACTS.md); joint1 passes pi.
-HAND_GUIDED_RANGES = np.array([[-2.83, 3.29], [-1.48, 0.76], [-1.80, 1.48], [-1.79, 2.11]])
+HAND_GUIDED_RANGES = np.array(OMX_HAND_GUIDED_RANGES)  # (4, 2) rad: where targets are drawn
 # A hand keeps the wrist and the tip above the table the base stands on (m).
 MIN_HEIGHT = 0.0
 PAUSE_PROBABILITY = 0.3

@@ -181,20 +181,24 @@ def expand_globs(entries: list[str]) -> list[str]:
 def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None:
     """Where test poses come from: the recording flags, or --samples for an arm without any.
     The parser also needs --seed (it seeds the samples)."""
-    add_recording_arguments(parser, default)
+    add_recording_arguments(parser, default, allow_none=True)
     parser.add_argument(
         '--samples',
         type=int,
         default=10000,
-        help='for an arm without recordings (not the OM-X, no --data): poses of this many joint '
-        'vectors drawn uniformly in its limits',
+        help='where no recording is read (an arm other than the OM-X without --data, or --data '
+        'without a value): poses of this many joint vectors drawn uniformly in its limits',
     )
 
 
 def reads_recordings(args: argparse.Namespace, chain: Chain) -> bool:
     """Whether the recording flags apply: the shipped recordings are the OM-X's default; another
-    arm reads recordings only when the flags name some."""
-    return chain == OMX_CHAIN or args.data is not None or bool(args.kinematics_pose_csv)
+    arm reads recordings only when the flags name some; --data without a value reads none."""
+    if args.kinematics_pose_csv:
+        return True
+    if args.data is not None:
+        return bool(args.data)
+    return chain == OMX_CHAIN
 
 
 def target_poses(

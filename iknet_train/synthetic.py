@@ -17,22 +17,14 @@ from iknet_core.csv_schema import (
     format_value,
     joint_states_columns,
 )
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import OMX_CHAIN, OMX_HAND_GUIDED_RANGES, Chain
 from iknet_core.kinematics.fk import pose_from_joints
-
-# What hand-guided OM-X recordings reach (rad, ../shared/FACTS.md): past the software limits.
-HAND_GUIDED_RANGES = {
-    'joint1': (-2.83, 3.29),
-    'joint2': (-1.48, 0.76),
-    'joint3': (-1.80, 1.48),
-    'joint4': (-1.79, 2.11),
-}
 
 
 def default_ranges(chain: Chain) -> np.ndarray:
     """(n, 2) sampling ranges: the hand-guided ones for the OM-X, else each joint's reach."""
     if chain == OMX_CHAIN:
-        return np.array([HAND_GUIDED_RANGES[name] for name in chain.joint_names])
+        return np.array(OMX_HAND_GUIDED_RANGES)
     return np.array([joint.reach for joint in chain.joints])
 
 
@@ -68,16 +60,24 @@ def synthetic_samples(
 
 
 def parse_ranges(text: str, chain: Chain) -> np.ndarray:
-    """'joint1=-3:3,joint3=-1:1' -> (n, 2) ranges; unnamed joints keep default_ranges(chain)."""
-    ranges = default_ranges(chain)
-    for item in filter(None, (part.strip() for part in text.split(','))):
+    """'joint1=-3:3,joint3=-1:1' -> (n, 2) ranges; unnamed joints keep default_ranges(chain),
+    or, where the text starts with 'reach' or 'limits' ('reach,joint2=-1:1'), every joint's
+    reach or software limits (the OM-X's differ from its hand-guided default)."""
+    items = [part.strip() for part in text.split(',') if part.strip()]
+    if items and items[0] in ('reach', 'limits'):
+        base = items.pop(0)
+        ranges = np.array([getattr(joint, base) for joint in chain.joints], dtype=np.float64)
+    else:
+        ranges = default_ranges(chain)
+    for item in items:
         try:
             name, bounds = item.split('=')
             low, high = (float(v) for v in bounds.split(':'))
             index = chain.joint_names.index(name)
         except ValueError:
             raise ValueError(
-                f'bad range {item!r}: expected NAME=LOW:HIGH with NAME in {chain.joint_names}'
+                f'bad range {item!r}: expected NAME=LOW:HIGH with NAME in {chain.joint_names}, '
+                "after an optional 'reach' or 'limits' first"
             ) from None
         ranges[index] = (low, high)
     return ranges

@@ -132,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
         '--synthetic-ranges',
         default='',
         help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad; m "
-        'for a prismatic joint); '
-        'joints left out keep the hand-guided ranges',
+        "for a prismatic joint); joints left out keep the default ranges (each joint's reach; "
+        "the OM-X's hand-guided ranges), or those of a first 'reach' or 'limits' "
+        "('reach,joint2=-1:1')",
     )
     data.add_argument(
         '--train-val-ratio', type=float, default=0.8, help='share of samples used for training'

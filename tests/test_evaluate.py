@@ -89,6 +89,19 @@ def test_shipped_model_meets_its_targets_on_the_shipped_test_set(
     assert (tmp_path / 'iknet_test_plots' / 'error_histogram.png').is_file()
 
 
+def test_data_without_a_value_tests_the_omx_on_poses_across_its_limits(
+    files, tmp_path: Path
+) -> None:
+    model, _ = files  # an OM-X model: its recordings would be the default
+    path = tmp_path / 'limits.json'
+    argv = ['--model', str(model), '--data', '--samples', '40', '--seed', '3', '--json',
+            str(path), '--plots', '', '--timing-queries', '5', '--solver', 'analytic']  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(path.read_text())
+    assert report['n_samples'] == 40
+    assert report['data']['recordings'] == [] and report['data']['sampled_poses'] == 40
+
+
 def test_solver_flag_measures_the_server_backends(files, tmp_path: Path, capsys) -> None:
     model, recording = files
     reports = {}

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from golden import OBSERVED_HIGH, OBSERVED_LOW
 
 from iknet_core.kinematics import OMX_CHAIN, pose_from_joints
+from iknet_core.kinematics.chain import OMX_HAND_GUIDED_RANGES
 from iknet_train.data import load_recording
 from iknet_train.synthetic import (
-    HAND_GUIDED_RANGES,
     default_ranges,
     parse_ranges,
     synthetic_samples,
@@ -20,7 +21,8 @@ from iknet_train.synthetic import (
 
 def test_default_ranges_are_the_observed_hand_guided_ones() -> None:
     ranges = default_ranges(OMX_CHAIN)
-    assert ranges.tolist() == [list(HAND_GUIDED_RANGES[n]) for n in OMX_CHAIN.joint_names]
+    np.testing.assert_array_equal(ranges, np.stack([OBSERVED_LOW, OBSERVED_HIGH], -1))
+    assert ranges.tolist() == [list(pair) for pair in OMX_HAND_GUIDED_RANGES]
     assert ranges[0, 1] > np.pi  # joint1 goes past pi when guided by hand
 
 
@@ -46,11 +48,22 @@ def test_same_seed_same_samples() -> None:
 def test_parse_ranges_overrides_named_joints_only() -> None:
     ranges = parse_ranges('joint2=-0.5:0.5, joint4=-1:1', OMX_CHAIN)
     assert ranges[1].tolist() == [-0.5, 0.5] and ranges[3].tolist() == [-1.0, 1.0]
-    assert ranges[0].tolist() == list(HAND_GUIDED_RANGES['joint1'])
+    assert ranges[0].tolist() == list(OMX_HAND_GUIDED_RANGES[0])
     with pytest.raises(ValueError, match='expected NAME=LOW:HIGH'):
         parse_ranges('elbow=0:1', OMX_CHAIN)
     with pytest.raises(ValueError, match='increasing pairs'):
         synthetic_samples(OMX_CHAIN, 3, ranges=parse_ranges('joint1=1:0', OMX_CHAIN))
+
+
+def test_parse_ranges_starts_from_the_reach_or_the_limits_when_told() -> None:
+    reach = parse_ranges('reach', OMX_CHAIN)
+    assert reach.tolist() == [list(joint.reach) for joint in OMX_CHAIN.joints]
+    assert reach[1].tolist() == [-1.5, 1.5] != list(OMX_HAND_GUIDED_RANGES[1])
+    limits = parse_ranges(' limits , joint2=-1:1', OMX_CHAIN)
+    assert limits[0].tolist() == list(OMX_CHAIN.joints[0].limits)
+    assert limits[1].tolist() == [-1.0, 1.0]
+    with pytest.raises(ValueError, match="optional 'reach' or 'limits' first"):
+        parse_ranges('joint2=-1:1,reach', OMX_CHAIN)
 
 
 def test_written_recording_reads_back(tmp_path: Path) -> None:

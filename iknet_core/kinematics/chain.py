@@ -150,6 +150,10 @@ OMX_CHAIN = Chain(
     tip_xyz=(0.126, 0.0, 0.0),
 )
 
+# The joint ranges (rad, in OMX_CHAIN's joint order) real hand-guided OM-X recordings reach
+# (../shared/FACTS.md): past the software limits, joint1 past pi, joint2 only up to 0.76.
+OMX_HAND_GUIDED_RANGES = ((-2.83, 3.29), (-1.48, 0.76), (-1.80, 1.48), (-1.79, 2.11))
+
 CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
 
 
