@@ -60,6 +60,9 @@ class IKNetwork(nn.Module):
     config_class: ClassVar[type]
     # Whether the model is built with the chain it is for (build_model passes it).
     uses_chain: ClassVar[bool] = False
+    # Whether it samples the whole solution set (a generative model): then it is trained on every
+    # joint's whole reach by default, not only where an arm's recordings are.
+    samples_solution_set: ClassVar[bool] = False
     # Buffers that stay float32 under half precision: their rounding would reach the answer.
     float32_buffers: ClassVar[tuple[str, ...]] = ('input_mean', 'input_std')
 
@@ -320,6 +323,7 @@ class MixtureIKNet(IKNetwork):
 
     config_class = MixtureConfig
     uses_chain = True
+    samples_solution_set = True
     float32_buffers = (*IKNetwork.float32_buffers, 'joint_center', 'joint_half_range')
 
     def __init__(self, config: MixtureConfig, chain: Chain | None = None) -> None:

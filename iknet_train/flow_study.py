@@ -36,7 +36,7 @@ from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.cli import HelpFormatter
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
-from iknet_train.synthetic import limit_ranges, synthetic_samples
+from iknet_train.synthetic import default_ranges, limit_ranges, synthetic_samples
 
 REPORT_NAMES = ('flow_study.json', 'flow_study.md', 'flow_study.png')
 # (poses (B, 7), count) -> (B, count, n) rad: a flow's or a mixture model's raw samples.
@@ -186,8 +186,11 @@ def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedF
     """The flow trained by likelihood on synthetic (pose, joints) pairs of the arm."""
     started = time.perf_counter()
     poses, joints = (
-        torch.as_tensor(a, dtype=torch.float32) for a in synthetic_samples(chain, args.synthetic)
-    )
+        torch.as_tensor(a, dtype=torch.float32)
+        for a in synthetic_samples(
+            chain, args.synthetic, ranges=default_ranges(chain, whole_reach=True)
+        )
+    )  # where the mixture model trains by default: every joint's reach
     model = PoseConditionedFlow(chain, poses, joints, args.transforms, args.hidden)
     fit(
         model,

@@ -21,9 +21,10 @@ from iknet_core.kinematics.chain import OMX_CHAIN, OMX_HAND_GUIDED_RANGES, Chain
 from iknet_core.kinematics.fk import pose_from_joints
 
 
-def default_ranges(chain: Chain) -> np.ndarray:
-    """(n, 2) sampling ranges: the hand-guided ones for the OM-X, else each joint's reach."""
-    if chain == OMX_CHAIN:
+def default_ranges(chain: Chain, whole_reach: bool = False) -> np.ndarray:
+    """(n, 2) sampling ranges: the hand-guided ones for the OM-X (unless whole_reach: for a model
+    of every solution, some of which lie beyond them), else each joint's reach."""
+    if chain == OMX_CHAIN and not whole_reach:
         return np.array(OMX_HAND_GUIDED_RANGES)
     return np.array([joint.reach for joint in chain.joints])
 
@@ -59,16 +60,16 @@ def synthetic_samples(
     return pose_from_joints(chain, joints), joints
 
 
-def parse_ranges(text: str, chain: Chain) -> np.ndarray:
-    """'joint1=-3:3,joint3=-1:1' -> (n, 2) ranges; unnamed joints keep default_ranges(chain),
-    or, where the text starts with 'reach' or 'limits' ('reach,joint2=-1:1'), every joint's
-    reach or software limits (the OM-X's differ from its hand-guided default)."""
+def parse_ranges(text: str, chain: Chain, whole_reach: bool = False) -> np.ndarray:
+    """'joint1=-3:3,joint3=-1:1' -> (n, 2) ranges; unnamed joints keep default_ranges(chain,
+    whole_reach), or, where the text starts with 'reach' or 'limits' ('reach,joint2=-1:1'),
+    every joint's reach or software limits (the OM-X's differ from its hand-guided default)."""
     items = [part.strip() for part in text.split(',') if part.strip()]
     if items and items[0] in ('reach', 'limits'):
         base = items.pop(0)
         ranges = np.array([getattr(joint, base) for joint in chain.joints], dtype=np.float64)
     else:
-        ranges = default_ranges(chain)
+        ranges = default_ranges(chain, whole_reach)
     for item in items:
         try:
             name, bounds = item.split('=')

@@ -34,6 +34,7 @@ from iknet_core.networks import (
     build_model,
     joint_arcs,
     joint_ranges,
+    model_class_of,
 )
 from iknet_core.resources import TRAIN_DATA
 from iknet_core.solvers.policy import joint_bounds
@@ -133,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
         default='',
         help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad; m "
         "for a prismatic joint); joints left out keep the default ranges (each joint's reach; "
-        "the OM-X's hand-guided ranges), or those of a first 'reach' or 'limits' "
-        "('reach,joint2=-1:1')",
+        'for the OM-X, its hand-guided ranges, but the reach for --model mixture, which samples '
+        "every solution), or those of a first 'reach' or 'limits' ('reach,joint2=-1:1')",
     )
     data.add_argument(
         '--train-val-ratio', type=float, default=0.8, help='share of samples used for training'
@@ -337,7 +338,9 @@ def split_data(
     else:
         poses, joints = np.zeros((0, 7)), np.zeros((0, chain.n_joints))
         train = val = np.zeros(0, dtype=bool)
-    ranges = parse_ranges(args.synthetic_ranges, chain)
+    ranges = parse_ranges(
+        args.synthetic_ranges, chain, model_class_of(args.model).samples_solution_set
+    )
     synthetic_poses, synthetic_joints = synthetic_samples(chain, args.synthetic, args.seed, ranges)
     # Synthetic samples are independent draws: a row split cannot leak.
     synthetic_train = (

@@ -355,6 +355,24 @@ def test_iknet_train_trains_a_mixture_model_for_an_arm_from_its_urdf(tmp_path):
     assert checkpoint.model.config.joint_half_ranges == pytest.approx([math.pi, math.pi], abs=0.01)
 
 
+@pytest.mark.parametrize(('model', 'whole_reach'), [('mixture', True), ('iknet', False)])
+def test_a_generative_model_trains_on_the_omxs_whole_reach(model, whole_reach):
+    # The OM-X's recordings stay within its hand-guided ranges (joint2 up to 0.76 rad), but
+    # solutions of its poses lie out to its limits (joint2 up to 1.5): a model of every solution
+    # is trained on them all; a K-head network where the arm is moved.
+    from iknet_core.kinematics import OMX_CHAIN
+    from iknet_core.kinematics.chain import OMX_HAND_GUIDED_RANGES
+    from iknet_train.train import build_parser, split_data
+
+    args = build_parser().parse_args(['--model', model, '--data', '--synthetic', '200'])
+    (_, train_joints), (_, val_joints), counts = split_data(args, OMX_CHAIN, [])
+    reach = [list(joint.reach) for joint in OMX_CHAIN.joints]
+    expected = reach if whole_reach else [list(pair) for pair in OMX_HAND_GUIDED_RANGES]
+    assert counts['synthetic_ranges'] == expected
+    joint2 = np.concatenate([train_joints, val_joints])[:, 1]
+    assert (joint2.max() > 0.76) == whole_reach
+
+
 def homogeneous(rotation: np.ndarray, translation) -> np.ndarray:
     matrix = np.eye(4)
     matrix[:3, :3], matrix[:3, 3] = rotation, translation
