@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from iknet_collect.motion import Trajectory
-from iknet_core.kinematics import OMX_CHAIN
-from iknet_core.kinematics.chain import OMX_HAND_GUIDED_RANGES
+from iknet_core.kinematics import OMX_CHAIN, OMX_HAND_GUIDED_RANGES
 from iknet_core.kinematics.fk import joint_frames
 
 HAND_GUIDED_RANGES = np.array(OMX_HAND_GUIDED_RANGES)  # (4, 2) rad: where targets are drawn

@@ -194,8 +194,8 @@ def add_target_arguments(parser: argparse.ArgumentParser, default: Path) -> None
 def reads_recordings(args: argparse.Namespace, chain: Chain) -> bool:
     """Whether the recording flags apply: the shipped recordings are the OM-X's default; another
     arm reads recordings only when the flags name some; --data without a value reads none."""
-    if args.kinematics_pose_csv:
-        return True
+    if args.kinematics_pose_csv or args.joint_states_csv:
+        return True  # recordings_from_args names an unpaired one
     if args.data is not None:
         return bool(args.data)
     return chain == OMX_CHAIN
@@ -223,7 +223,7 @@ def target_poses(
         raise ValueError(f'--samples must be >= 1, got {args.samples}')
     poses, joints = synthetic_samples(chain, args.samples, args.seed, limit_ranges(chain))
     logger.info(
-        '%s has no recordings here: %d poses of joints uniform in its limits (seed %d)',
+        '%s: no recording read; %d poses of joints uniform in its limits (seed %d)',
         chain.name, args.samples, args.seed,
     )  # fmt: skip
     source = {

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iknet_core.checkpoint import load_checkpoint
+from iknet_core.checkpoint import Checkpoint, load_checkpoint
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
@@ -100,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    flow, seconds = train_flow(chain, args)
+    ranges = training_ranges(chain, mixture)
+    flow, seconds = train_flow(chain, args, ranges)
     poses, _ = synthetic_samples(chain, args.poses, TEST_SEED, limit_ranges(chain))
     samplers: dict[str, Sampler] = {
         f'zuko neural spline flow (latent scale {scale:g})': (
@@ -124,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         'chain': chain.name,
         'settings': vars(args) | {'out': str(args.out), 'mixture': str(args.mixture)},
         'flow_training_s': seconds,
+        'flow_training_ranges': ranges.tolist(),
         'samplers': {
             name: judge(chain, sampler, poses, args.samples_per_pose)
             for name, sampler in samplers.items()
@@ -182,15 +184,23 @@ class PoseConditionedFlow(nn.Module):
         return normalized.transpose(0, 1) * self.joint_std + self.joint_mean
 
 
-def train_flow(chain: Chain, args: argparse.Namespace) -> tuple[PoseConditionedFlow, float]:
-    """The flow trained by likelihood on synthetic (pose, joints) pairs of the arm."""
+def training_ranges(chain: Chain, mixture: Checkpoint | None) -> np.ndarray:
+    """(n, 2) where the flow's synthetic joints are drawn: where the compared mixture model's
+    were (its checkpoint records them), else where a mixture model trains by default."""
+    recorded = mixture.training.get('data', {}).get('synthetic_ranges') if mixture else None
+    return np.array(recorded) if recorded else default_ranges(chain, whole_reach=True)
+
+
+def train_flow(
+    chain: Chain, args: argparse.Namespace, ranges: np.ndarray
+) -> tuple[PoseConditionedFlow, float]:
+    """The flow trained by likelihood on synthetic (pose, joints) pairs of the arm, joints drawn
+    in ranges (n, 2)."""
     started = time.perf_counter()
     poses, joints = (
         torch.as_tensor(a, dtype=torch.float32)
-        for a in synthetic_samples(
-            chain, args.synthetic, ranges=default_ranges(chain, whole_reach=True)
-        )
-    )  # where the mixture model trains by default: every joint's reach
+        for a in synthetic_samples(chain, args.synthetic, ranges=ranges)
+    )
     model = PoseConditionedFlow(chain, poses, joints, args.transforms, args.hidden)
     fit(
         model,

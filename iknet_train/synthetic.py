@@ -67,7 +67,7 @@ def parse_ranges(text: str, chain: Chain, whole_reach: bool = False) -> np.ndarr
     items = [part.strip() for part in text.split(',') if part.strip()]
     if items and items[0] in ('reach', 'limits'):
         base = items.pop(0)
-        ranges = np.array([getattr(joint, base) for joint in chain.joints], dtype=np.float64)
+        ranges = limit_ranges(chain) if base == 'limits' else default_ranges(chain, True)
     else:
         ranges = default_ranges(chain, whole_reach)
     for item in items:

@@ -134,8 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
         default='',
         help="joint ranges of synthetic samples, e.g. 'joint1=-3.1:3.1,joint2=-1.5:1.5' (rad; m "
         "for a prismatic joint); joints left out keep the default ranges (each joint's reach; "
-        'for the OM-X, its hand-guided ranges, but the reach for --model mixture, which samples '
-        "every solution), or those of a first 'reach' or 'limits' ('reach,joint2=-1:1')",
+        'for the OM-X, its hand-guided ranges, but the reach for a mixture model (--model mixture '
+        "or --init-from one), which samples every solution), or those of a first 'reach' or "
+        "'limits' ('reach,joint2=-1:1')",
     )
     data.add_argument(
         '--train-val-ratio', type=float, default=0.8, help='share of samples used for training'

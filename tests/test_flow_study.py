@@ -2,6 +2,7 @@
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import torch
 
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.flow_study import PoseConditionedFlow, main
+from iknet_train.flow_study import PoseConditionedFlow, main, training_ranges
 from iknet_train.synthetic import synthetic_samples
 
 pytest.importorskip('zuko', reason='zuko (the test extra) is not installed')
@@ -22,10 +23,22 @@ def test_the_study_reports_the_flows_raw_samples(tmp_path):
     report = json.loads((out / 'flow_study.json').read_text())
     names = [f'zuko neural spline flow (latent scale {scale})' for scale in ('1', '0.5')]
     assert list(report['samplers']) == names  # no --mixture given
+    # Trained where a mixture model trains by default: the whole reach.
+    assert report['flow_training_ranges'] == [list(joint.reach) for joint in OMX_CHAIN.joints]
     flow = report['samplers'][names[0]]
     assert math.isfinite(flow['position_error_mm']['mean']) and flow['ms_per_1000_samples'] > 0
     assert '| zuko neural spline flow (latent scale 0.5) |' in (out / 'flow_study.md').read_text()
     assert (out / 'flow_study.png').stat().st_size > 5_000
+
+
+def test_the_flow_trains_where_the_compared_mixture_model_trained():
+    recorded = [[-1.0, 1.0], [-0.5, 0.5], [-0.4, 0.4], [-0.3, 0.3]]
+    mixture = SimpleNamespace(training={'data': {'synthetic_ranges': recorded}})
+    np.testing.assert_array_equal(training_ranges(OMX_CHAIN, mixture), recorded)
+    unrecorded = SimpleNamespace(training={})
+    np.testing.assert_array_equal(
+        training_ranges(OMX_CHAIN, unrecorded), [joint.reach for joint in OMX_CHAIN.joints]
+    )
 
 
 def test_training_raises_the_likelihood_of_a_fixed_batch():
