@@ -1,5 +1,6 @@
-"""The README's `ros2 service call` commands as request messages, filled as the ros2 CLI fills
-them from YAML (rosidl_runtime_py, which does it there, is not on PyPI)."""
+"""The README's command lines as a shell splits them, and its `ros2 service call` commands as
+request messages, filled as the ros2 CLI fills them from YAML (rosidl_runtime_py, which does it
+there, is not on PyPI)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,25 @@ from pathlib import Path
 import yaml
 
 README = Path(__file__).parent.parent / 'README.md'
+
+
+def readme_command_lines() -> list[list[str]]:
+    """The command lines of the README's sh blocks as a shell splits them (continuations and
+    quotes across lines joined, comments cut)."""
+    readme = README.read_text()
+    blocks = re.findall(r'```sh\n(.*?)```', readme, re.S)
+    commands, pending = [], ''
+    for line in '\n'.join(blocks).replace('\\\n', ' ').splitlines():
+        pending = f'{pending}\n{line}' if pending else line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quote still open: the command goes on on the next line
+            continue
+        pending = ''
+        if words:
+            commands.append(words)
+    assert not pending, f'a README command with a quote never closed: {pending}'
+    return commands
 
 
 def fill_message(message, values: dict):
@@ -31,15 +51,11 @@ def fill_message(message, values: dict):
 
 def readme_service_calls(service: str, service_type) -> list:
     """The requests of every `ros2 service call SERVICE TYPE 'YAML'` in the README."""
-    readme = README.read_text().replace('\\\n', ' ')
     requests = []
-    start = readme.find(f'ros2 service call {service} ')
-    while start >= 0:
-        lexer = shlex.shlex(readme[start:], posix=True)
-        lexer.whitespace_split = True
-        command = [lexer.get_token() for _ in range(6)]  # the YAML may span several lines
+    for command in readme_command_lines():
+        if command[:4] != ['ros2', 'service', 'call', service]:
+            continue
         assert command[4] == f'iknet/srv/{service_type.__name__}', command
         requests.append(fill_message(service_type.Request(), yaml.safe_load(command[5])))
-        start = readme.find(f'ros2 service call {service} ', start + 1)
     assert requests, f'no `ros2 service call {service}` in the README'
     return requests

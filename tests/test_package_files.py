@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 from conftest import REPO_ROOT
+from message_helpers import readme_command_lines
 
 try:
     import tomllib
@@ -245,25 +246,6 @@ def test_readme_names_the_two_commands_and_the_env_file():
     ci = (REPO_ROOT / '.ci' / 'run').read_text()
     assert 'make test' in ci
     assert Path(REPO_ROOT / 'Makefile').read_text().count('tools/') >= 2
-
-
-def readme_command_lines() -> list[list[str]]:
-    """The command lines of the README's sh blocks as a shell splits them (continuations and
-    quotes across lines joined, comments cut)."""
-    readme = (REPO_ROOT / 'README.md').read_text()
-    blocks = re.findall(r'```sh\n(.*?)```', readme, re.S)
-    commands, pending = [], ''
-    for line in '\n'.join(blocks).replace('\\\n', ' ').splitlines():
-        pending = f'{pending}\n{line}' if pending else line
-        try:
-            words = shlex.split(pending, comments=True)
-        except ValueError:  # a quote still open: the command goes on on the next line
-            continue
-        pending = ''
-        if words:
-            commands.append(words)
-    assert not pending, f'a README command with a quote never closed: {pending}'
-    return commands
 
 
 def readme_commands() -> list[tuple[str, str, list[str]]]:
