@@ -54,6 +54,7 @@ from iknet_train.data import (
 from iknet_train.losses import LOSSES
 from iknet_train.schedules import one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
+from iknet_train.time_budget import TimeBudget, seconds_taken
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
         help='early stop after this many checks without a better validation loss'
         + per_model('patience'),
     )
+    fit.add_argument(
+        '--max-time',
+        type=float,
+        default=None,
+        metavar='MINUTES',
+        help='end the run, data preparation included, within about this many minutes: the '
+        "first epoch's timed iterations set how many epochs (at most --epochs) fit, and the "
+        'schedule anneals over those',
+    )
     fit.add_argument('--seed', type=int, default=0, help='seeds torch, numpy and Python')
     fit.add_argument('--device', choices=DEVICES, default='auto', help='where to train')
     fit.add_argument(
@@ -191,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=AMP_MODES,
         default='off',
         help="mixed precision for the network's forward pass (fp16: CUDA only; bf16: CUDA or "
-        'CPU); the FK loss stays float32. Off by default: not yet measured faster on a GPU',
+        'CPU); the FK loss stays float32. Off by default: bf16 measured slower on an H200 (a '
+        'GPU step of these small networks is bound by kernel launches)',
     )
     out = parser.add_argument_group('output')
     out.add_argument(
@@ -234,6 +245,14 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
+    if args.max_time is not None and not args.max_time > 0.0:
+        raise ValueError(f'--max-time must be > 0 minutes, got {args.max_time}')
+    if args.max_time is not None and args.resume is not None:
+        raise ValueError(
+            '--max-time fits the epochs to the time it is given, --resume carries on a run of '
+            'fixed length: resume with --epochs N, N the epochs the first run planned (its log '
+            'says "N of at most M epochs fit")'
+        )
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')
 
@@ -475,9 +494,11 @@ def train(
             extensions.snapshot(filename='snapshot', n_retains=1),
         ],
     )
+    schedule = None
     if settings['schedule'] == 'onecycle':
         scheduler = one_cycle(optimizer, settings['lr'], epochs * iters_per_epoch)
-        manager.extend(extensions.LRScheduler(scheduler, trigger=(1, 'iteration')))
+        schedule = extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))
+        manager.extend(schedule)
     for extension in extra_extensions:
         manager.extend(extension)
     if not args.no_progress:
@@ -499,10 +520,20 @@ def train(
     # fp16 gradients underflow without loss scaling; bf16 and float32 need none.
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp == 'fp16')
     generator = torch.Generator().manual_seed(args.seed)
-    while not manager.stop_trigger:
+    budget = None
+    if args.max_time is not None:
+        with torch.no_grad():
+            validation_s = seconds_taken(lambda: [validate(*b) for b in val_loader], device)
+        budget = TimeBudget(args.max_time * 60.0, started, device, iters_per_epoch, validation_s)
+    planned_epochs = epochs
+    while not manager.stop_trigger and manager.epoch < planned_epochs:
+        if budget is not None and manager.epoch > 0 and budget.out_of_time():
+            logger.info('--max-time reached after %d epochs', manager.epoch)
+            break
         # Epoch-seeded order: a resumed run sees the batches the interrupted one would have.
         generator.manual_seed(args.seed * 1_000_003 + manager.epoch)
         order = torch.randperm(len(train_poses), generator=generator).to(device)
+        first_epoch = manager.epoch == 0
         model.train()
         for index in range(iters_per_epoch):
             with manager.run_iteration():
@@ -515,7 +546,24 @@ def train(
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
-                ppe.reporting.report({'train/loss': loss.item()})
+                # A tensor, not .item(): no wait on the device each step (ppe averages it lazily).
+                ppe.reporting.report({'train/loss': loss.detach()})
+            fitted = budget.iteration_done(index, epochs) if budget and first_epoch else None
+            if fitted is not None:
+                planned_epochs = fitted
+                if schedule is not None:  # the rest of the one cycle, over the epochs that fit
+                    left = fitted * iters_per_epoch - (index + 1)
+                    schedule.scheduler = one_cycle(optimizer, settings['lr'], left)
+                logger.info(
+                    '--max-time %g min: %d of at most %d epochs fit (an iteration %.1f ms, '
+                    'validation %.1f s)%s',
+                    args.max_time,
+                    fitted,
+                    epochs,
+                    budget.iteration_s * 1e3,
+                    budget.validation_s,
+                    ': one epoch takes longer than the time given' if fitted == 1 else '',
+                )
 
     best.restore()
     wall_time_s = time.monotonic() - started
@@ -527,6 +575,8 @@ def train(
         'seed': args.seed,
         'data': counts,
         'epochs_run': manager.epoch,
+        'max_time_min': args.max_time,
+        'planned_epochs': planned_epochs,
         'best_val_loss': best.value,
         'wall_time_s': wall_time_s,
         'device': str(device),

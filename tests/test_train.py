@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from iknet_core.networks import build_model
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
 from iknet_train.synthetic import synthetic_samples, write_recording
+from iknet_train.time_budget import epochs_that_fit
 from iknet_train.train import main
 
 SMALL = '{"width": 32, "n_blocks": 1}'
@@ -142,10 +144,35 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--model-config', 'width=8'), '--model-config is not JSON'),
         (('--model-config', '[8]'), '--model-config must be a JSON object'),
         (('--resume', str(tmp_path / 'nothing')), 'no snapshot at'),
+        (('--max-time', '0'), '--max-time must be > 0 minutes, got 0.0'),
+        (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'resume with --epochs N'),
     ):
         assert train(recording, tmp_path / 'bad', *flags) == 1, flags
         assert message in capsys.readouterr().err, flags
     assert not (tmp_path / 'bad').exists(), 'refused before anything is written'
+
+
+def test_max_time_fits_the_epochs_and_the_schedule_to_the_time(
+    recording: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    flags = ('--epochs', '100000', '--max-time', '0.15', '--model-config', SMALL, '--lr', '0.01')
+    assert train(recording, tmp_path, *flags) == 0
+    assert 'of at most 100000 epochs fit' in caplog.text
+    training = load_checkpoint(tmp_path / 'model.pt').training
+    assert training['max_time_min'] == 0.15
+    assert 1 <= training['epochs_run'] <= training['planned_epochs'] < 100000
+    entries = log(tmp_path)
+    assert len(entries) == training['epochs_run']
+    if training['epochs_run'] == training['planned_epochs']:  # not cut short by a busy machine
+        assert entries[-1]['lr'] < 1e-4, 'the one cycle ends with the epochs that fit'
+
+
+def test_epochs_that_fit_the_time_left() -> None:
+    # 100 s left, 10 s of the first epoch to go, 20 s an epoch: 90 % of the time planned.
+    assert epochs_that_fit(100.0, 10.0, 20.0, most=50) == 1 + 4
+    assert epochs_that_fit(100.0, 10.0, 20.0, most=3) == 3
+    assert epochs_that_fit(5.0, 10.0, 20.0, most=50) == 1, 'the first epoch always ends'
 
 
 def test_short_runs_train_on_a_one_cycle_schedule(recording: Path, tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""`iknet-train --max-time`: how many epochs fit a wall-clock budget (a GPU lease, a tuning
+trial), fitted early in the run from its own timed iterations so the one-cycle schedule still
+anneals by the end: a run merely cut off at the deadline would stop at a high learning rate."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import torch
+
+# Iterations left out of the timing (the first ones allocate and warm caches), then timed.
+UNTIMED_ITERATIONS = 3
+TIMED_ITERATIONS = 30
+# Share of the remaining time planned: epochs vary (snapshots, a busy machine).
+PLANNED_SHARE = 0.9
+
+
+def epochs_that_fit(
+    remaining_s: float, first_epoch_rest_s: float, epoch_s: float, most: int
+) -> int:
+    """Epochs, the first (of which first_epoch_rest_s is still to run) included, that fit in
+    remaining_s at epoch_s each: at least 1, at most `most`."""
+    spare = PLANNED_SHARE * remaining_s - first_epoch_rest_s
+    later = math.floor(spare / epoch_s) if epoch_s > 0.0 else most
+    return max(1, min(most, 1 + later))
+
+
+def synced_clock(device: torch.device) -> float:
+    """Wall-clock time once the device has finished what was queued."""
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+    return time.monotonic()
+
+
+def seconds_taken(run: Callable[[], object], device: torch.device) -> float:
+    started = synced_clock(device)
+    run()
+    return synced_clock(device) - started
+
+
+class TimeBudget:
+    """Times the first epoch's iterations and says, once, how many epochs fit."""
+
+    def __init__(
+        self,
+        seconds: float,
+        started: float,
+        device: torch.device,
+        iters_per_epoch: int,
+        validation_s: float,
+    ) -> None:
+        self.deadline = started + seconds
+        self.device = device
+        self.iters_per_epoch = iters_per_epoch
+        self.validation_s = validation_s
+        # Timed from the end of this iteration (0-based) to the end of `last`.
+        self.first = min(UNTIMED_ITERATIONS, iters_per_epoch - 1) - 1
+        self.last = min(self.first + TIMED_ITERATIONS, iters_per_epoch - 1)
+        self.clock = time.monotonic()
+        self.iteration_s: float | None = None
+
+    def iteration_done(self, index: int, most_epochs: int) -> int | None:
+        """After iteration `index` of the first epoch: the epochs that fit once timed, or None."""
+        if self.iteration_s is not None or index not in (self.first, self.last):
+            return None
+        if index == self.first:
+            self.clock = synced_clock(self.device)
+            return None
+        now = synced_clock(self.device)
+        self.iteration_s = (now - self.clock) / (self.last - self.first)
+        rest = (self.iters_per_epoch - 1 - index) * self.iteration_s + self.validation_s
+        epoch_s = self.iters_per_epoch * self.iteration_s + self.validation_s
+        return epochs_that_fit(self.deadline - now, rest, epoch_s, most_epochs)
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
