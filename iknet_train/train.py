@@ -548,7 +548,8 @@ def train(
                 scaler.update()
                 # A tensor, not .item(): no wait on the device each step (ppe averages it lazily).
                 ppe.reporting.report({'train/loss': loss.detach()})
-            fitted = budget.iteration_done(index, epochs) if budget and first_epoch else None
+            timed = budget is not None and first_epoch
+            fitted = budget.iteration_done(index, epochs) if timed else None
             if fitted is not None:
                 planned_epochs = fitted
                 if schedule is not None:  # the rest of the one cycle, over the epochs that fit
