@@ -11,7 +11,7 @@ import torch
 from pytorch_pfn_extras.training import extensions
 from torch import nn
 
-from iknet_train.schedules import one_cycle
+from iknet_train.schedules import adam, one_cycle
 
 
 def fit(
@@ -24,7 +24,7 @@ def fit(
 ) -> None:
     """Train model on count samples for epochs; batch_loss(indices (b,)) -> the loss of those
     samples (a scalar). Adam at a one-cycle rate peaking at lr."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = adam(model.parameters(), lr)
     iters_per_epoch = max(1, count // batch_size)
     scheduler = one_cycle(optimizer, lr, epochs * iters_per_epoch)
     manager = ppe.training.ExtensionsManager(

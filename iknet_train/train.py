@@ -52,7 +52,7 @@ from iknet_train.data import (
     time_block_split,
 )
 from iknet_train.losses import LOSSES
-from iknet_train.schedules import one_cycle
+from iknet_train.schedules import adam, one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
 from iknet_train.time_budget import TimeBudget, seconds_taken
 
@@ -442,7 +442,7 @@ def train(
         batch_size=16384,
     )
     loss_fn = LOSSES[args.model]
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings['lr'])
+    optimizer = adam(model.parameters(), settings['lr'])
     batch_size = settings['batch_size']
     iters_per_epoch = max(1, len(train_poses) // batch_size)
     epochs = settings['epochs']
