@@ -13,16 +13,18 @@ MIN_WARM_UP_STEPS = 2
 
 
 def one_cycle(
-    optimizer: torch.optim.Optimizer, peak_lr: float, total_steps: int
+    optimizer: torch.optim.Optimizer, peak_lr: float, total_steps: int, done: int = 0
 ) -> torch.optim.lr_scheduler.LRScheduler:
-    """One-cycle schedule peaking at peak_lr over total_steps; on a short run (under 40 steps)
-    the warm-up is two steps, and under three steps the rate stays at peak_lr: OneCycleLR fails
-    with a ZeroDivisionError where its warm-up would round to fewer."""
+    """One-cycle schedule peaking at peak_lr over total_steps, `done` of them taken already (a
+    schedule resized mid-run carries on from there, on a one-cycle schedule this optimizer has
+    run); on a short run (under 40 steps) the warm-up is two steps, and under three steps the
+    rate stays where it is: OneCycleLR fails with a ZeroDivisionError where its warm-up would
+    round to fewer."""
     if total_steps <= MIN_WARM_UP_STEPS:
         return torch.optim.lr_scheduler.ConstantLR(optimizer, factor=1.0, total_iters=0)
     share = max(WARM_UP_SHARE, MIN_WARM_UP_STEPS / total_steps)
     return torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=peak_lr, total_steps=total_steps, pct_start=share
+        optimizer, max_lr=peak_lr, total_steps=total_steps, pct_start=share, last_epoch=done - 1
     )
 
 

@@ -41,7 +41,9 @@ def seconds_taken(run: Callable[[], object], device: torch.device) -> float:
 
 
 class TimeBudget:
-    """Times the first epoch's iterations and says, once, how many epochs fit."""
+    """Times the first epoch and says, once, how many epochs fit: from iterations in its middle
+    plus a timed validation where it is long, else from the whole epoch (its validation,
+    snapshot and log included: the costs an epoch of few iterations is mostly made of)."""
 
     def __init__(
         self,
@@ -55,10 +57,12 @@ class TimeBudget:
         self.device = device
         self.iters_per_epoch = iters_per_epoch
         self.validation_s = validation_s
-        # Timed from the end of this iteration (0-based) to the end of `last`.
-        self.first = min(UNTIMED_ITERATIONS, iters_per_epoch - 1) - 1
-        self.last = min(self.first + TIMED_ITERATIONS, iters_per_epoch - 1)
-        self.clock = time.monotonic()
+        # Timed from the end of iteration `first` (0-based; -1: from now) to the end of `last`,
+        # whose epoch-end work (validation, snapshot) is in the window only when it ends the epoch.
+        self.whole_epoch = iters_per_epoch < UNTIMED_ITERATIONS + TIMED_ITERATIONS + 2
+        self.first = -1 if self.whole_epoch else UNTIMED_ITERATIONS - 1
+        self.last = iters_per_epoch - 1 if self.whole_epoch else self.first + TIMED_ITERATIONS
+        self.clock = synced_clock(device)
         self.iteration_s: float | None = None
 
     def iteration_done(self, index: int, most_epochs: int) -> int | None:
@@ -70,6 +74,8 @@ class TimeBudget:
             return None
         now = synced_clock(self.device)
         self.iteration_s = (now - self.clock) / (self.last - self.first)
+        if self.whole_epoch:
+            return epochs_that_fit(self.deadline - now, 0.0, now - self.clock, most_epochs)
         rest = (self.iters_per_epoch - 1 - index) * self.iteration_s + self.validation_s
         epoch_s = self.iters_per_epoch * self.iteration_s + self.validation_s
         return epochs_that_fit(self.deadline - now, rest, epoch_s, most_epochs)

@@ -245,13 +245,13 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
-    if args.max_time is not None and not args.max_time > 0.0:
-        raise ValueError(f'--max-time must be > 0 minutes, got {args.max_time}')
+    if args.max_time is not None and not 0.0 < args.max_time < math.inf:
+        raise ValueError(f'--max-time must be a number of minutes > 0, got {args.max_time}')
     if args.max_time is not None and args.resume is not None:
         raise ValueError(
-            '--max-time fits the epochs to the time it is given, --resume carries on a run of '
-            'fixed length: resume with --epochs N, N the epochs the first run planned (its log '
-            'says "N of at most M epochs fit")'
+            '--max-time fits the length of a run to its time, --resume carries on a run of '
+            'the length its flags make: to train further, start a new run with --init-from '
+            'the checkpoint the run saved (--save-model)'
         )
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')
@@ -552,20 +552,21 @@ def train(
             fitted = budget.iteration_done(index, epochs) if timed else None
             if fitted is not None:
                 planned_epochs = fitted
-                if schedule is not None:  # the rest of the one cycle, over the epochs that fit
-                    left = fitted * iters_per_epoch - (index + 1)
-                    schedule.scheduler = one_cycle(optimizer, settings['lr'], left)
+                if schedule is not None:  # the one cycle, carried on over the epochs that fit
+                    schedule.scheduler = one_cycle(
+                        optimizer, settings['lr'], fitted * iters_per_epoch, done=index + 1
+                    )
                 logger.info(
                     '--max-time %g min: %d of at most %d epochs fit (an iteration %.1f ms, '
-                    'validation %.1f s)%s',
+                    'validation %.1f s)',
                     args.max_time,
                     fitted,
                     epochs,
                     budget.iteration_s * 1e3,
                     budget.validation_s,
-                    ': one epoch takes longer than the time given' if fitted == 1 else '',
                 )
 
+    manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
     best.restore()
     wall_time_s = time.monotonic() - started
     training = {

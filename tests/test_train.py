@@ -17,6 +17,7 @@ from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
+from iknet_train.schedules import one_cycle
 from iknet_train.synthetic import synthetic_samples, write_recording
 from iknet_train.time_budget import epochs_that_fit
 from iknet_train.train import main
@@ -144,20 +145,23 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--model-config', 'width=8'), '--model-config is not JSON'),
         (('--model-config', '[8]'), '--model-config must be a JSON object'),
         (('--resume', str(tmp_path / 'nothing')), 'no snapshot at'),
-        (('--max-time', '0'), '--max-time must be > 0 minutes, got 0.0'),
-        (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'resume with --epochs N'),
+        (('--max-time', '0'), '--max-time must be a number of minutes > 0, got 0.0'),
+        (('--max-time', 'inf'), '--max-time must be a number of minutes > 0, got inf'),
+        (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new run with'),
     ):
         assert train(recording, tmp_path / 'bad', *flags) == 1, flags
         assert message in capsys.readouterr().err, flags
     assert not (tmp_path / 'bad').exists(), 'refused before anything is written'
 
 
+# Batch 256: ~12 iterations an epoch, timed whole; batch 64: ~50, timed in its middle.
+@pytest.mark.parametrize('batch_size', ['256', '64'])
 def test_max_time_fits_the_epochs_and_the_schedule_to_the_time(
-    recording: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    recording: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, batch_size: str
 ) -> None:
     caplog.set_level(logging.INFO)
     flags = ('--epochs', '100000', '--max-time', '0.15', '--model-config', SMALL, '--lr', '0.01')
-    assert train(recording, tmp_path, *flags) == 0
+    assert train(recording, tmp_path, *flags, '--batch-size', batch_size) == 0
     assert 'of at most 100000 epochs fit' in caplog.text
     training = load_checkpoint(tmp_path / 'model.pt').training
     assert training['max_time_min'] == 0.15
@@ -166,6 +170,23 @@ def test_max_time_fits_the_epochs_and_the_schedule_to_the_time(
     assert len(entries) == training['epochs_run']
     if training['epochs_run'] == training['planned_epochs']:  # not cut short by a busy machine
         assert entries[-1]['lr'] < 1e-4, 'the one cycle ends with the epochs that fit'
+
+
+def test_a_resized_one_cycle_carries_on_where_the_first_was() -> None:
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([parameter], lr=0.01)
+    first = one_cycle(optimizer, 0.01, 1000)
+    for _ in range(300):
+        optimizer.step()
+        first.step()
+    before = optimizer.param_groups[0]['lr']
+    one_cycle(optimizer, 0.01, 1000, done=300)
+    assert optimizer.param_groups[0]['lr'] == pytest.approx(before)
+    shorter = one_cycle(optimizer, 0.01, 400, done=300)
+    for _ in range(100):
+        optimizer.step()
+        shorter.step()
+    assert optimizer.param_groups[0]['lr'] < 1e-5, 'annealed at the new end'
 
 
 def test_epochs_that_fit_the_time_left() -> None:
