@@ -250,8 +250,9 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.max_time is not None and args.resume is not None:
         raise ValueError(
             '--max-time fits the length of a run to its time, --resume carries on a run of '
-            'the length its flags make: to train further, start a new run with --init-from '
-            'the checkpoint the run saved (--save-model)'
+            'the length its flags make: resume with --epochs N and no --max-time, N the epochs '
+            'the run planned (its log: "N of at most M epochs fit"), or start a new run with '
+            '--init-from the checkpoint it saved'
         )
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')
