@@ -16,3 +16,9 @@ def resolve_device(name: str) -> torch.device:
     if name == 'cuda' and not torch.cuda.is_available():
         raise ValueError('device cuda requested but torch sees no CUDA device')
     return torch.device(name)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a host clock times it."""
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)

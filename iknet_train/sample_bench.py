@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from iknet_core.checkpoint import load_checkpoint
-from iknet_core.device import DEVICES, resolve_device
+from iknet_core.device import DEVICES, resolve_device, synchronize
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -381,12 +381,6 @@ def batched_samples(
         'samples_per_s': raw.shape[0] * count / elapsed,
     }
     return raw, figures
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work, so that a host clock times it."""
-    if device.type == 'cuda':
-        torch.cuda.synchronize(device)
 
 
 def speed(

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import torch
 
+from iknet_core.device import synchronize
+
 # Iterations left out of the timing (the first ones allocate and warm caches), then timed.
 UNTIMED_ITERATIONS = 3
 TIMED_ITERATIONS = 30
@@ -29,8 +31,7 @@ def epochs_that_fit(
 
 def synced_clock(device: torch.device) -> float:
     """Wall-clock time once the device has finished what was queued."""
-    if device.type == 'cuda':
-        torch.cuda.synchronize(device)
+    synchronize(device)
     return time.monotonic()
 
 
