@@ -52,19 +52,21 @@ class TimeBudget:
         started: float,
         device: torch.device,
         iters_per_epoch: int,
-        validation_s: float,
+        validate: Callable[[], object],
     ) -> None:
+        """validate: one validation pass, timed here where the epoch is not timed whole."""
         self.deadline = started + seconds
         self.device = device
         self.iters_per_epoch = iters_per_epoch
-        self.validation_s = validation_s
         # Timed from the end of iteration `first` (0-based; -1: from now) to the end of `last`,
         # whose epoch-end work (validation, snapshot) is in the window only when it ends the epoch.
         self.whole_epoch = iters_per_epoch < UNTIMED_ITERATIONS + TIMED_ITERATIONS + 2
+        self.validation_s = 0.0 if self.whole_epoch else seconds_taken(validate, device)
         self.first = -1 if self.whole_epoch else UNTIMED_ITERATIONS - 1
         self.last = iters_per_epoch - 1 if self.whole_epoch else self.first + TIMED_ITERATIONS
         self.clock = synced_clock(device)
         self.iteration_s: float | None = None
+        self.epoch_s: float | None = None
 
     def iteration_done(self, index: int, most_epochs: int) -> int | None:
         """After iteration `index` of the first epoch: the epochs that fit once timed, or None."""
@@ -75,11 +77,16 @@ class TimeBudget:
             return None
         now = synced_clock(self.device)
         self.iteration_s = (now - self.clock) / (self.last - self.first)
+        self.epoch_s = self.iters_per_epoch * self.iteration_s + self.validation_s
+        rest = 0.0 if self.whole_epoch else self.epoch_s - (index + 1) * self.iteration_s
+        return epochs_that_fit(self.deadline - now, rest, self.epoch_s, most_epochs)
+
+    def timing(self) -> str:
+        """What the plan was made from, for the log."""
         if self.whole_epoch:
-            return epochs_that_fit(self.deadline - now, 0.0, now - self.clock, most_epochs)
-        rest = (self.iters_per_epoch - 1 - index) * self.iteration_s + self.validation_s
-        epoch_s = self.iters_per_epoch * self.iteration_s + self.validation_s
-        return epochs_that_fit(self.deadline - now, rest, epoch_s, most_epochs)
+            return f'an epoch {self.epoch_s:.1f} s'
+        iteration_ms = self.iteration_s * 1e3
+        return f'an iteration {iteration_ms:.1f} ms, validation {self.validation_s:.1f} s'
 
     def out_of_time(self) -> bool:
         return time.monotonic() >= self.deadline

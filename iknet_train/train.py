@@ -54,7 +54,7 @@ from iknet_train.data import (
 from iknet_train.losses import LOSSES
 from iknet_train.schedules import adam, one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
-from iknet_train.time_budget import TimeBudget, seconds_taken
+from iknet_train.time_budget import TimeBudget
 
 logger = logging.getLogger(__name__)
 
@@ -524,8 +524,13 @@ def train(
     budget = None
     if args.max_time is not None:
         with torch.no_grad():
-            validation_s = seconds_taken(lambda: [validate(*b) for b in val_loader], device)
-        budget = TimeBudget(args.max_time * 60.0, started, device, iters_per_epoch, validation_s)
+            budget = TimeBudget(
+                args.max_time * 60.0,
+                started,
+                device,
+                iters_per_epoch,
+                lambda: [validate(*batch) for batch in val_loader],
+            )
     planned_epochs = epochs
     while not manager.stop_trigger and manager.epoch < planned_epochs:
         if budget is not None and manager.epoch > 0 and budget.out_of_time():
@@ -558,13 +563,11 @@ def train(
                         optimizer, settings['lr'], fitted * iters_per_epoch, done=index + 1
                     )
                 logger.info(
-                    '--max-time %g min: %d of at most %d epochs fit (an iteration %.1f ms, '
-                    'validation %.1f s)',
+                    '--max-time %g min: %d of at most %d epochs fit (%s)',
                     args.max_time,
                     fitted,
                     epochs,
-                    budget.iteration_s * 1e3,
-                    budget.validation_s,
+                    budget.timing(),
                 )
 
     manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
