@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -37,3 +38,18 @@ def adam(parameters: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Ada
         return torch.optim.Adam(parameters, lr=lr, fused=True)
     except RuntimeError:  # no fused kernel for this device in this torch
         return torch.optim.Adam(parameters, lr=lr)
+
+
+# What torch records in each parameter group about the kernels its step runs.
+KERNEL_CHOICES = ('fused', 'foreach')
+
+
+@contextmanager
+def kernels_kept(optimizer: torch.optim.Optimizer) -> Iterator[None]:
+    """Load a snapshot's optimizer state inside: the kernels stay the ones adam() chose here. A
+    state dict carries its parameter groups' `fused` flag, so a run started on a GPU and resumed
+    where torch has no fused CPU kernel (before 2.4) would fail at its first step."""
+    chosen = [{key: group.get(key) for key in KERNEL_CHOICES} for group in optimizer.param_groups]
+    yield
+    for group, choice in zip(optimizer.param_groups, chosen, strict=True):
+        group.update(choice)

@@ -52,7 +52,7 @@ from iknet_train.data import (
     time_block_split,
 )
 from iknet_train.losses import LOSSES
-from iknet_train.schedules import adam, one_cycle
+from iknet_train.schedules import adam, kernels_kept, one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
 from iknet_train.time_budget import TimeBudget
 
@@ -508,7 +508,8 @@ def train(
         snapshot = torch.load(args.resume, map_location=device, weights_only=True)
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         try:
-            manager.load_state_dict(snapshot)
+            with kernels_kept(optimizer):
+                manager.load_state_dict(snapshot)
         except RuntimeError as error:  # torch's state_dict mismatch: another architecture
             detail = ' '.join(str(error).split())[:300]
             raise ValueError(

@@ -17,7 +17,7 @@ from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
-from iknet_train.schedules import one_cycle
+from iknet_train.schedules import kernels_kept, one_cycle
 from iknet_train.synthetic import synthetic_samples, write_recording
 from iknet_train.time_budget import epochs_that_fit
 from iknet_train.train import main
@@ -187,6 +187,21 @@ def test_a_resized_one_cycle_carries_on_where_the_first_was() -> None:
         optimizer.step()
         shorter.step()
     assert optimizer.param_groups[0]['lr'] < 1e-5, 'annealed at the new end'
+
+
+@pytest.mark.parametrize('fused_before', [True, False])
+def test_a_resumed_optimizer_keeps_the_kernels_chosen_where_it_resumes(fused_before: bool) -> None:
+    # A run started on a GPU (fused Adam) resumed where torch has no fused kernel, and back.
+    layer = torch.nn.Linear(3, 2)
+    layer(torch.ones(1, 3)).sum().backward()
+    before = torch.optim.Adam(layer.parameters(), lr=0.01, fused=fused_before)
+    before.step()
+    here = torch.optim.Adam(layer.parameters(), lr=0.01, fused=not fused_before)
+    with kernels_kept(here):
+        here.load_state_dict(before.state_dict())
+    assert [group['fused'] for group in here.param_groups] == [not fused_before]
+    assert all(int(state['step']) == 1 for state in here.state.values()), 'moments carried over'
+    here.step()
 
 
 def test_epochs_that_fit_the_time_left() -> None:
