@@ -508,7 +508,9 @@ class MixtureIKNet(IKNetwork):
         components' stds are scaled by temperature (0: their means), and each component is
         picked with probability weight ** (1 / component_temperature), renormalized (0: the
         heaviest): lower ones trade diversity for accuracy (a light component picked for an
-        early joint is what sends a sample far off). Deterministic for a seeded generator."""
+        early joint is what sends a sample far off). Deterministic for a seeded generator;
+        differentiable in the picked components' means and stds where gradients are on
+        (losses.mixture_loss trains on the FK error of the samples)."""
         if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
             raise ValueError(
                 f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
@@ -516,9 +518,10 @@ class MixtureIKNet(IKNetwork):
             )
         embedding = self.trunk(self.normalized_features(poses))
         shape = (len(poses), count)
-        joints = torch.empty(*shape, self.config.n_joints, device=poses.device)
+        joints = []
         previous = embedding.new_zeros(*shape, 0)
-        frames = SampledFrames(self, poses, joints) if self.chain is not None else None
+        like = torch.zeros(*shape, 0, device=poses.device)  # float32 frames, as training's
+        frames = SampledFrames(self, poses, like) if self.chain is not None else None
         for j in range(self.config.n_joints):
             # (B, 1, head_width) broadcast over the count samples of each pose.
             pose_terms = self.pose_terms(embedding, j)[:, None]
@@ -536,12 +539,12 @@ class MixtureIKNet(IKNetwork):
             pick = component[..., None]
             std = torch.exp(log_stds.gather(-1, pick))[..., 0]
             normal = torch.randn(shape, generator=generator, device=poses.device)
-            joints[..., j] = means.gather(-1, pick)[..., 0] + temperature * std * normal
-            angles = angle_features(joints[..., j : j + 1]).to(previous.dtype)
+            joints.append(means.gather(-1, pick)[..., 0] + temperature * std * normal)
+            angles = angle_features(joints[j][..., None]).to(previous.dtype)
             previous = torch.cat([previous, angles], -1)
             if frames is not None:
-                frames.move(j)
-        return joints
+                frames.move(j, joints[j])
+        return torch.stack(joints, -1)
 
     def forward(self, poses: torch.Tensor) -> torch.Tensor:
         """The proposal for refinement: n_hypotheses samples at the config's temperature, the
@@ -583,15 +586,17 @@ def _local_frames_chain(config: MixtureConfig, chain: Chain | None) -> Chain | N
 
 class SampledFrames:
     """Joint frames of the samples being drawn, one joint at a time, in float32: enter(j) gives
-    joint j's target_features from the joints drawn before it, move(j) applies joint j."""
+    joint j's target_features from the joints drawn before it, move(j, values) applies joint j
+    at the values drawn for it."""
 
-    def __init__(self, model: MixtureIKNet, poses: torch.Tensor, joints: torch.Tensor) -> None:
-        self.model, self.joints = model, joints  # joints (B, count, n), filled as drawn
+    def __init__(self, model: MixtureIKNet, poses: torch.Tensor, like: torch.Tensor) -> None:
+        self.model = model
         self.device = poses.device.type
         with torch.autocast(self.device, enabled=False):
             # (B, 1, ...): broadcast over the count samples of each pose.
             self.targets = tuple(t[:, None] for t in model.targets(poses))
-            self.rotation, self.position = base_frame(joints)
+            # like (B, count, k): the frames' leading dimensions.
+            self.rotation, self.position = base_frame(like)
 
     def enter(self, j: int) -> torch.Tensor:
         joint = self.model.chain.joints[j]
@@ -599,11 +604,11 @@ class SampledFrames:
             self.rotation, self.position = enter_joint(joint, self.rotation, self.position)
             return self.model.target_features(self.rotation, self.position, self.targets)
 
-    def move(self, j: int) -> None:
+    def move(self, j: int, values: torch.Tensor) -> None:
         joint = self.model.chain.joints[j]
         with torch.autocast(self.device, enabled=False):
             self.rotation, self.position = move_joint(
-                joint, self.rotation, self.position, self.joints[..., j]
+                joint, self.rotation, self.position, values.float()
             )
 
 

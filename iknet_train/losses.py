@@ -26,6 +26,8 @@ JOINT_WEIGHT = 0.1
 ALL_HYPOTHESES_WEIGHT = 0.05
 # Keeps the (cos, sin) outputs near the unit circle, where atan2 is well conditioned.
 UNIT_WEIGHT = 0.01
+# Samples per pose whose FK error a mixture model trains on (--sample-fk-weight).
+SAMPLES_PER_POSE = 2
 
 Figures = dict[str, torch.Tensor]
 Loss = Callable[[IKNetwork, Chain, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Figures]]
@@ -86,15 +88,22 @@ def reference_loss(
 
 
 def mixture_loss(
-    model: IKNetwork, chain: Chain, poses: torch.Tensor, joints: torch.Tensor
+    model: IKNetwork,
+    chain: Chain,
+    poses: torch.Tensor,
+    joints: torch.Tensor,
+    sample_fk_weight: float = 0.0,
 ) -> tuple[torch.Tensor, Figures]:
     """Negative log-likelihood of the recorded joints (nats per pose); in validation (no
     gradients) the figure is FK's position error of one sample per pose at the model's
-    temperature, which training steps would only throw away."""
+    temperature, which training steps would only throw away. sample_fk_weight: in training,
+    plus this times the FK error of the model's own samples (sample_fk_error)."""
     if not isinstance(model, MixtureIKNet):
         raise ValueError(f'mixture_loss needs a MixtureIKNet, got {type(model)}')
     loss = -model.log_likelihood(poses, joints).mean()
     if torch.is_grad_enabled():
+        if sample_fk_weight > 0.0:
+            loss = loss + sample_fk_weight * sample_fk_error(model, chain, poses)
         return loss, {}
     with full_precision(poses):
         generator = torch.Generator(device=poses.device).manual_seed(0)
@@ -108,6 +117,28 @@ def mixture_loss(
         position, _ = forward_kinematics(chain, sample.float())
         position_error = (position - poses[:, :3]).norm(dim=-1)
     return loss, {'position_mm': position_error * 1000.0}
+
+
+def sample_fk_error(model: MixtureIKNet, chain: Chain, poses: torch.Tensor) -> torch.Tensor:
+    """Mean FK error of SAMPLES_PER_POSE samples of each pose at the model's temperatures:
+    position over POSITION_SCALE_M plus the rotations' Frobenius distance, not squared, so the
+    tail pulls without swamping. The likelihood trains each joint on the true joints before it
+    (teacher forcing); this trains the sampler as it runs, each joint after the model's own
+    earlier draws, and reaches a far-off sample's early joints through the later ones (on the
+    Panda it cut the mean raw-sample error by 19 % in the same time; README)."""
+    config = model.config
+    samples = model.sample(
+        poses, SAMPLES_PER_POSE, config.temperature,
+        component_temperature=config.component_temperature,
+    )  # fmt: skip
+    with full_precision(poses):
+        position, rotation = forward_kinematics(chain, samples.float())
+        error = (position - poses[:, None, :3].float()).norm(dim=-1) / POSITION_SCALE_M
+        if not config.position_only:
+            target = matrix_from_quaternion(poses[:, 3:].float())[:, None]
+            # |R - R_target|_F = 2 sqrt(2) sin(angle / 2): sqrt(2) times the angle, to first order.
+            error = error + (rotation - target).square().sum((-1, -2)).add(1e-12).sqrt()
+        return error.mean()
 
 
 def full_precision(like: torch.Tensor) -> torch.autocast:

@@ -7,6 +7,7 @@ validation loss, log, progress, loss plot, snapshots for --resume).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -51,7 +52,7 @@ from iknet_train.data import (
     drop_repeats,
     time_block_split,
 )
-from iknet_train.losses import LOSSES
+from iknet_train.losses import LOSSES, mixture_loss
 from iknet_train.schedules import adam, kernels_kept, one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
 from iknet_train.time_budget import TimeBudget
@@ -194,6 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
         "first epoch's timed iterations set how many epochs (at most --epochs) fit, and the "
         'schedule anneals over those',
     )
+    fit.add_argument(
+        '--sample-fk-weight',
+        type=float,
+        default=0.0,
+        metavar='W',
+        help="a mixture model's loss adds W times the FK error of its own samples (position "
+        'over 0.1 m plus orientation): it trains the sampler as it runs, against the far-off '
+        "samples; each step then costs about 2.5 times as much. 10 took the Panda's mean "
+        'raw-sample error 19 %% lower than the likelihood alone in the same time (README)',
+    )
     fit.add_argument('--seed', type=int, default=0, help='seeds torch, numpy and Python')
     fit.add_argument('--device', choices=DEVICES, default='auto', help='where to train')
     fit.add_argument(
@@ -245,6 +256,8 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
+    if not 0.0 <= args.sample_fk_weight < math.inf:
+        raise ValueError(f'--sample-fk-weight must be >= 0, got {args.sample_fk_weight}')
     if args.max_time is not None and not 0.0 < args.max_time < math.inf:
         raise ValueError(f'--max-time must be a number of minutes > 0, got {args.max_time}')
     if args.max_time is not None and args.resume is not None:
@@ -410,6 +423,11 @@ def train(
     if base is not None:
         check_fine_tune(args, base, chain, model_config)
         args.model = base.model_type
+    if args.sample_fk_weight > 0.0 and args.model != 'mixture':
+        raise ValueError(
+            f'--sample-fk-weight trains a mixture model on its own samples; this run trains '
+            f'a{"n" if args.model == "iknet" else ""} {args.model} model'
+        )
     defaults = FINE_TUNE_DEFAULTS if base else TRAIN_DEFAULTS[args.model]
     settings = {
         key: value if getattr(args, key, None) is None else getattr(args, key)
@@ -443,6 +461,8 @@ def train(
         batch_size=16384,
     )
     loss_fn = LOSSES[args.model]
+    if args.sample_fk_weight > 0.0:
+        loss_fn = functools.partial(mixture_loss, sample_fk_weight=args.sample_fk_weight)
     optimizer = adam(model.parameters(), settings['lr'])
     batch_size = settings['batch_size']
     iters_per_epoch = max(1, len(train_poses) // batch_size)
@@ -588,6 +608,7 @@ def train(
         'wall_time_s': wall_time_s,
         'device': str(device),
         'amp': args.amp,
+        'sample_fk_weight': args.sample_fk_weight,
         'torch': str(torch.__version__),
     }
     path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)

@@ -22,7 +22,7 @@ from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
-from iknet_train.losses import mixture_loss
+from iknet_train.losses import mixture_loss, sample_fk_error
 from iknet_train.sample_bench import main, mmd_squared
 from iknet_train.synthetic import limit_ranges
 
@@ -108,6 +108,30 @@ def test_teacher_forced_likelihood_rises_on_a_fixed_batch():
         loss, _ = mixture_loss(model, PLANAR, poses, joints)
         loss.backward()
         assert model.sample(poses[:2], 4).shape == (2, 4, 2)
+
+
+@pytest.mark.parametrize('position_only', [True, False])
+def test_the_fk_error_of_its_own_samples_trains_the_sampler(position_only):
+    # iknet-train --sample-fk-weight: sampling is differentiable, down to the pose's trunk.
+    poses, joints = planar_data(256, seed=2)
+    model = tiny_model(position_only=position_only)
+    model.fit_normalization(poses)
+
+    def error() -> torch.Tensor:
+        torch.manual_seed(3)  # the same draws each time
+        return sample_fk_error(model, PLANAR, poses)
+
+    before = error()
+    before.backward()
+    assert model.stem.weight.grad.abs().sum() > 0.0
+    assert all(head[0].weight.grad.abs().sum() > 0.0 for head in model.heads)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(40):
+        optimizer.zero_grad()
+        loss, _ = mixture_loss(model, PLANAR, poses, joints, sample_fk_weight=10.0)
+        loss.backward()
+        optimizer.step()
+    assert error().item() < 0.5 * before.item()
 
 
 def test_samples_recover_both_elbows_of_a_planar_arm(planar_model):
@@ -346,9 +370,11 @@ def test_iknet_train_trains_a_mixture_model_for_an_arm_from_its_urdf(tmp_path):
         '--model', 'mixture', '--urdf', str(urdf), '--base', 'base', '--tip', 'tip', '--data',
         '--synthetic', '2000', '--epochs', '2', '--model-config', config, '--no-progress',
         '--save-model', str(tmp_path / 'planar.pt'), '--out', str(tmp_path / 'run'),
+        '--sample-fk-weight', '1',
     ]  # fmt: skip
     assert train(argv) == 0
     checkpoint = load_checkpoint(tmp_path / 'planar.pt')
+    assert checkpoint.training['sample_fk_weight'] == 1.0
     assert isinstance(checkpoint.model, MixtureIKNet)
     assert checkpoint.chain.joint_names == PLANAR.joint_names
     # Component means span each joint's reach, here a whole turn.
@@ -435,13 +461,14 @@ def test_training_and_sampling_see_the_same_frames_of_a_chain_with_a_slide():
     )
     poses = torch.as_tensor(pose_from_joints(slider, joints.double().numpy()))
     forced = model.teacher_forced_local(poses, joints)
-    frames = SampledFrames(model, poses, joints[:, None].expand(5, 3, 3).contiguous())
+    copies = joints[:, None].expand(5, 3, 3)
+    frames = SampledFrames(model, poses, copies)
     for j in range(3):
         drawn = frames.enter(j)
         assert drawn.shape == (5, 3, 15)
         for copy in range(3):
             torch.testing.assert_close(drawn[:, copy], forced[:, j])
-        frames.move(j)
+        frames.move(j, copies[..., j])
 
 
 def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_path):

@@ -148,6 +148,8 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--max-time', '0'), '--max-time must be a number of minutes > 0, got 0.0'),
         (('--max-time', 'inf'), '--max-time must be a number of minutes > 0, got inf'),
         (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new run with'),
+        (('--sample-fk-weight', '-1'), '--sample-fk-weight must be >= 0, got -1.0'),
+        (('--sample-fk-weight', '5'), 'this run trains an iknet model'),
     ):
         assert train(recording, tmp_path / 'bad', *flags) == 1, flags
         assert message in capsys.readouterr().err, flags
