@@ -223,7 +223,7 @@ def test_training_scores_joints_with_the_mixtures_the_sampler_draws_from(n_joint
     for j in range(n_joints):
         previous = angle_features(joints[:, :j])
         local = frames.enter(j)[:, 0]
-        frames.move(j)
+        frames.move(j, joints[:, None, j])
         log_weights, means, log_stds = model.mixture(
             model.pose_terms(embedding, j), previous, j, local
         )
