@@ -94,16 +94,19 @@ def mixture_loss(
     joints: torch.Tensor,
     sample_fk_weight: float = 0.0,
 ) -> tuple[torch.Tensor, Figures]:
-    """Negative log-likelihood of the recorded joints (nats per pose); in validation (no
-    gradients) the figure is FK's position error of one sample per pose at the model's
-    temperature, which training steps would only throw away. sample_fk_weight: in training,
-    plus this times the FK error of the model's own samples (sample_fk_error)."""
+    """Negative log-likelihood of the recorded joints (nats per pose), plus sample_fk_weight
+    times the FK error of the model's own samples (sample_fk_error; in validation, of the same
+    draws each time, so that the model kept is the best at what it was trained for); in
+    validation (no gradients) the figure is FK's position error of one sample per pose at the
+    model's temperature, which training steps would only throw away."""
     if not isinstance(model, MixtureIKNet):
         raise ValueError(f'mixture_loss needs a MixtureIKNet, got {type(model)}')
     loss = -model.log_likelihood(poses, joints).mean()
-    if torch.is_grad_enabled():
-        if sample_fk_weight > 0.0:
-            loss = loss + sample_fk_weight * sample_fk_error(model, chain, poses)
+    training = torch.is_grad_enabled()
+    if sample_fk_weight > 0.0:
+        generator = None if training else torch.Generator(device=poses.device).manual_seed(1)
+        loss = loss + sample_fk_weight * sample_fk_error(model, chain, poses, generator)
+    if training:
         return loss, {}
     with full_precision(poses):
         generator = torch.Generator(device=poses.device).manual_seed(0)
@@ -119,18 +122,27 @@ def mixture_loss(
     return loss, {'position_mm': position_error * 1000.0}
 
 
-def sample_fk_error(model: MixtureIKNet, chain: Chain, poses: torch.Tensor) -> torch.Tensor:
+def sample_fk_error(
+    model: MixtureIKNet,
+    chain: Chain,
+    poses: torch.Tensor,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Mean FK error of SAMPLES_PER_POSE samples of each pose at the model's temperatures:
     position over POSITION_SCALE_M plus the rotations' Frobenius distance, not squared, so the
     tail pulls without swamping. The likelihood trains each joint on the true joints before it
     (teacher forcing); this trains the sampler as it runs, each joint after the model's own
     earlier draws, and reaches a far-off sample's early joints through the later ones (on the
-    Panda it cut the mean raw-sample error by 19 % in the same time; README)."""
+    Panda it cut the mean raw-sample error by 19 % in the same time; README). For a model of
+    positions, the position alone."""
     config = model.config
     samples = model.sample(
-        poses, SAMPLES_PER_POSE, config.temperature,
+        poses,
+        SAMPLES_PER_POSE,
+        config.temperature,
+        generator,
         component_temperature=config.component_temperature,
-    )  # fmt: skip
+    )
     with full_precision(poses):
         position, rotation = forward_kinematics(chain, samples.float())
         error = (position - poses[:, None, :3].float()).norm(dim=-1) / POSITION_SCALE_M

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
 import torch
 
@@ -44,12 +43,14 @@ def adam(parameters: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Ada
 KERNEL_CHOICES = ('fused', 'foreach')
 
 
-@contextmanager
-def kernels_kept(optimizer: torch.optim.Optimizer) -> Iterator[None]:
-    """Load a snapshot's optimizer state inside: the kernels stay the ones adam() chose here. A
-    state dict carries its parameter groups' `fused` flag, so a run started on a GPU and resumed
-    where torch has no fused CPU kernel (before 2.4) would fail at its first step."""
-    chosen = [{key: group.get(key) for key in KERNEL_CHOICES} for group in optimizer.param_groups]
-    yield
-    for group, choice in zip(optimizer.param_groups, chosen, strict=True):
-        group.update(choice)
+def adopt_kernels(state: dict, optimizer: torch.optim.Optimizer) -> None:
+    """Give a saved optimizer state (state_dict()) the kernels adam() chose for `optimizer`,
+    before it loads it. A state carries its groups' `fused` flag, and torch puts each saved step
+    where that flag wants it: a run started on a GPU and resumed where torch has no fused CPU
+    kernel (before 2.4) would fail at its first step, and one started without the fused kernel
+    and resumed with it would find its steps on the wrong device."""
+    saved = state['param_groups']
+    if len(saved) != len(optimizer.param_groups):
+        return  # another optimizer's: load_state_dict says so
+    for group, here in zip(saved, optimizer.param_groups, strict=True):
+        group.update({key: here.get(key) for key in KERNEL_CHOICES})

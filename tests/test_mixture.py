@@ -112,7 +112,7 @@ def test_teacher_forced_likelihood_rises_on_a_fixed_batch():
 
 @pytest.mark.parametrize('position_only', [True, False])
 def test_the_fk_error_of_its_own_samples_trains_the_sampler(position_only):
-    # iknet-train --sample-fk-weight: sampling is differentiable, down to the pose's trunk.
+    # iknet-train --sample-fk-weight W: the loss adds W times the samples' FK error.
     poses, joints = planar_data(256, seed=2)
     model = tiny_model(position_only=position_only)
     model.fit_normalization(poses)
@@ -121,17 +121,26 @@ def test_the_fk_error_of_its_own_samples_trains_the_sampler(position_only):
         torch.manual_seed(3)  # the same draws each time
         return sample_fk_error(model, PLANAR, poses)
 
-    before = error()
-    before.backward()
-    assert model.stem.weight.grad.abs().sum() > 0.0
-    assert all(head[0].weight.grad.abs().sum() > 0.0 for head in model.heads)
+    def loss(weight: float) -> torch.Tensor:
+        torch.manual_seed(3)
+        return mixture_loss(model, PLANAR, poses, joints, sample_fk_weight=weight)[0]
+
+    torch.testing.assert_close(loss(10.0) - loss(0.0), 10.0 * error())
+    with torch.no_grad():  # validation: fixed draws, whatever the global seed
+        validation = mixture_loss(model, PLANAR, poses, joints, sample_fk_weight=10.0)[0]
+        assert mixture_loss(model, PLANAR, poses, joints, sample_fk_weight=10.0)[0] == validation
+        assert validation > mixture_loss(model, PLANAR, poses, joints)[0]
+    # The elbow's draw depends on the shoulder's: its error reaches the shoulder's head.
+    model.sample(poses[:8], 4)[..., 1].sum().backward()
+    assert model.heads[0][-1].weight.grad.abs().sum() > 0.0
+    model.zero_grad()
+    before = error().item()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(40):
         optimizer.zero_grad()
-        loss, _ = mixture_loss(model, PLANAR, poses, joints, sample_fk_weight=10.0)
-        loss.backward()
+        error().backward()
         optimizer.step()
-    assert error().item() < 0.5 * before.item()
+    assert error().item() < 0.5 * before
 
 
 def test_samples_recover_both_elbows_of_a_planar_arm(planar_model):

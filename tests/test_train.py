@@ -17,7 +17,7 @@ from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
-from iknet_train.schedules import kernels_kept, one_cycle
+from iknet_train.schedules import adopt_kernels, one_cycle
 from iknet_train.synthetic import synthetic_samples, write_recording
 from iknet_train.time_budget import epochs_that_fit
 from iknet_train.train import main
@@ -148,7 +148,7 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--max-time', '0'), '--max-time must be a number of minutes > 0, got 0.0'),
         (('--max-time', 'inf'), '--max-time must be a number of minutes > 0, got inf'),
         (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new run with'),
-        (('--sample-fk-weight', '-1'), '--sample-fk-weight must be >= 0, got -1.0'),
+        (('--sample-fk-weight', '-1'), '--sample-fk-weight must be a finite number >= 0, got -1'),
         (('--sample-fk-weight', '5'), 'this run trains an iknet model'),
     ):
         assert train(recording, tmp_path / 'bad', *flags) == 1, flags
@@ -199,8 +199,9 @@ def test_a_resumed_optimizer_keeps_the_kernels_chosen_where_it_resumes(fused_bef
     before = torch.optim.Adam(layer.parameters(), lr=0.01, fused=fused_before)
     before.step()
     here = torch.optim.Adam(layer.parameters(), lr=0.01, fused=not fused_before)
-    with kernels_kept(here):
-        here.load_state_dict(before.state_dict())
+    state = before.state_dict()
+    adopt_kernels(state, here)
+    here.load_state_dict(state)
     assert [group['fused'] for group in here.param_groups] == [not fused_before]
     assert all(int(state['step']) == 1 for state in here.state.values()), 'moments carried over'
     here.step()
