@@ -203,7 +203,9 @@ def test_a_resumed_optimizer_keeps_the_kernels_chosen_where_it_resumes(fused_bef
     adopt_kernels(state, here)
     here.load_state_dict(state)
     assert [group['fused'] for group in here.param_groups] == [not fused_before]
-    assert all(int(state['step']) == 1 for state in here.state.values()), 'moments carried over'
+    assert all(int(moments['step']) == 1 for moments in here.state.values()), (
+        'moments carried over'
+    )
     here.step()
 
 
