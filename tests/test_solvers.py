@@ -269,6 +269,14 @@ def test_refined_noisy_proposals_reach_1e_9_m_and_drop_duplicates(refiner):
     assert np.allclose(fk_errors(joints, positions, rotations)[0], position_errors, atol=1e-14)
 
 
+def test_a_request_for_more_solutions_than_exist_is_capped_not_allocated(refiner):
+    """SolveIK's max_solutions is a uint32: 2**32 - 1 once failed with a MemoryError."""
+    solver = RefinedSolver(noisy_analytic(0.05), refiner)
+    position, rotation = forward_kinematics(OMX_CHAIN, random_observed_joints(1, seed=5))
+    solutions = solver.solve(position[0], rotation[0], max_solutions=2**32 - 1)
+    assert solutions.success and 1 <= len(solutions) <= 8
+
+
 def test_seed_gives_the_nearest_branch_first(refiner):
     solver = RefinedSolver(noisy_analytic(0.05, seed=33), refiner)
     q = random_observed_joints(200, seed=33)

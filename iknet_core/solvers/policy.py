@@ -369,7 +369,9 @@ def select_candidates(
     candidates = np.empty((count, joints.shape[1]))
     sources = np.empty(count, dtype=np.int64)
     flags = np.empty((count, 2), dtype=np.bool_)
-    chosen = np.empty(max_solutions, dtype=np.int64)
+    # No more than the candidates can be chosen: SolveIK's max_solutions is a uint32, and a
+    # buffer for 4 billion rows failed the request with a MemoryError.
+    chosen = np.empty(min(max_solutions, count), dtype=np.int64)
     filled = _rank(
         joints,
         position_errors,
