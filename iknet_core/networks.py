@@ -546,14 +546,14 @@ class MixtureIKNet(IKNetwork):
                 frames.move(j, joints[j])
         return torch.stack(joints, -1)
 
-    def forward(self, poses: torch.Tensor) -> torch.Tensor:
-        """The proposal for refinement: n_hypotheses samples at the config's temperature, the
-        same for the same batch of poses (a fixed generator; a pose alone and the same pose in
-        a batch draw different samples)."""
+    def forward(self, poses: torch.Tensor, count: int | None = None) -> torch.Tensor:
+        """The proposal for refinement: count (default n_hypotheses) samples at the config's
+        temperature, the same for the same batch of poses and count (a fixed generator; a pose
+        alone and the same pose in a batch draw different samples)."""
         generator = torch.Generator(device=poses.device).manual_seed(0)
         return self.sample(
             poses,
-            self.config.n_hypotheses,
+            self.config.n_hypotheses if count is None else count,
             temperature=self.config.temperature,
             generator=generator,
             component_temperature=self.config.component_temperature,

@@ -297,6 +297,33 @@ def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solut
     assert sorted(np.sign(solutions.joints[:, 1])) == [-1.0, 1.0]
 
 
+def test_many_solutions_asked_of_a_sampler_on_an_arm_with_joints_to_spare_are_drawn(tmp_path):
+    """A 4-link planar arm reaching positions has a continuum of solutions: max_solutions above
+    the model's n_hypotheses draws more samples (refined.SAMPLES_PER_SOLUTION each) instead of
+    stopping at n_hypotheses."""
+    chain = planar_chain(4)
+    model = tiny_model(n_joints=4).eval()
+    joints = np.random.default_rng(0).uniform(-3.0, 3.0, (200, 4))
+    model.fit_normalization(torch.as_tensor(pose_from_joints(chain, joints), dtype=torch.float32))
+    path = save_checkpoint(tmp_path / 'four.pt', model, 'mixture', chain, {})
+    proposer = NetworkProposer(path, device='cpu')
+    assert proposer.samples and proposer.n_hypotheses == 16
+    position = pose_from_joints(chain, np.array([0.3, 0.5, -0.4, 0.6]))[:3]
+    assert proposer(position[None], np.eye(3)[None], 40).shape == (1, 40, 4)
+    solver = build_solver('network+refine', chain, proposer, SolverSettings().position_only())
+    solutions = solver.solve(position, np.eye(3), max_solutions=40)
+    exact = solutions.meets_tolerance & solutions.within_limits
+    assert exact.sum() > proposer.n_hypotheses
+    assert len(distinct_solutions(solutions.joints[exact])) == exact.sum()
+    heads = build_model('iknet', {'n_joints': 2, 'width': 8, 'n_blocks': 1})
+    heads_proposer = NetworkProposer(
+        save_checkpoint(tmp_path / 'heads.pt', heads, 'iknet', PLANAR, {}), device='cpu'
+    )
+    assert not heads_proposer.samples
+    with pytest.raises(ValueError, match='4 fixed hypotheses; only a mixture model samples 40'):
+        heads_proposer(position[None], np.eye(3)[None], 40)
+
+
 def test_distinct_solutions_and_mmd():
     joints = np.array([[0.0, 1.0], [0.0, 1.0 + 1e-4], [0.0, -1.0]])
     assert len(distinct_solutions(joints)) == 2

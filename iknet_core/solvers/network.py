@@ -76,13 +76,33 @@ class NetworkProposer:
         )
 
     @property
+    def n_hypotheses(self) -> int:
+        """Hypotheses per pose when no count is asked for."""
+        return self.model.n_hypotheses
+
+    @property
+    def samples(self) -> bool:
+        """The model draws samples (a mixture model), so it can propose any count per pose."""
+        return isinstance(self.model, MixtureIKNet)
+
+    @property
     def compiled_network(self) -> CompiledNetwork | None:
         """The numba network, for kernels that run it inside (a single query's first try in
         refined.py); None on the other backends."""
         return self._compiled
 
-    def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+    def __call__(
+        self, positions: np.ndarray, rotations: np.ndarray, count: int | None = None
+    ) -> np.ndarray:
+        """count hypotheses per pose: only a model that samples takes another count than its
+        own (ValueError otherwise)."""
         positions, rotations = check_poses(positions, rotations)
+        if count is not None and not self.samples:
+            raise ValueError(
+                f'{self.model_path} is a {self.model_type} network with '
+                f'{self.model.n_hypotheses} fixed hypotheses; only a mixture model samples '
+                f'{count}'
+            )
         if self._compiled is not None and len(positions) <= COMPILED_MAX_BATCH:
             return self._compiled(positions, rotations)
         poses = np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
@@ -95,6 +115,8 @@ class NetworkProposer:
             if self._in_blocks and len(inputs) > CPU_BLOCK_ROWS:
                 blocks = inputs.split(CPU_BLOCK_ROWS)
                 hypotheses = torch.cat([self.model(block) for block in blocks])
+            elif count is not None:
+                hypotheses = self.model(inputs, count)
             else:
                 hypotheses = self.model(inputs)
         return hypotheses.cpu().numpy().astype(np.float64)
