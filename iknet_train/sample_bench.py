@@ -7,8 +7,9 @@ Levenberg-Marquardt of the solver stack, then de-duplicated by the branch policy
 MMD (Gaussian kernel on each joint's cos and sin) between the exact refined samples and a reference
 set of random-restart solutions of the same pose, on --mmd-poses poses; for an arm with a closed
 form (the OM-X), the share of poses whose every closed-form solution inside the limits is among the
-samples. Speed: --samples-per-pose samples and refined solutions of one pose on one thread, and the
-raw samples of every pose drawn in batches on --device. Writes sample_bench.json, sample_bench.md
+samples. Speed: --samples-per-pose samples and refined solutions of one pose on one thread, what
+network+refine (SolveIK's max_solutions) returns when asked for as many, and the raw samples of
+every pose drawn in batches on --device. Writes sample_bench.json, sample_bench.md
 and sample_bench.png (a fan of sampled arms for one pose with its target, and each joint's sampled
 density).
 """
@@ -61,6 +62,8 @@ REPORT_NAMES = ('sample_bench.json', 'sample_bench.md', 'sample_bench.png')
 MMD_BANDWIDTH = 1.0
 # Raw samples drawn per sample() call: bounds the memory of a large --poses x --samples-per-pose.
 BATCH_SAMPLES = 100_000
+# Poses on which network+refine is asked for --samples-per-pose solutions, one at a time.
+SOLVER_POSES = 10
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -198,6 +201,8 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
                        count, temperatures),
+        'solver': solver_figures(args.model, chain, replace(settings, batch_threads=1),
+                                 poses[:SOLVER_POSES], count),
         'batched': batched,
     }  # fmt: skip
     fan_pose = int(np.argmax(distinct))  # the most distinct solutions (exact samples)
@@ -421,11 +426,38 @@ def speed(
     }
 
 
+def solver_figures(
+    model_path: Path, chain: Chain, settings: SolverSettings, poses: np.ndarray, count: int
+) -> dict:
+    """What `max_solutions: count` gets from network+refine with this model (SolveIK,
+    iknet-bench --solutions), one pose at a time on one thread: distinct exact solutions per
+    pose and the median time of a call (each pose asked twice, the first call warming up)."""
+    proposer = NetworkProposer(model_path, device='cpu')
+    solver = build_solver('network+refine', chain, proposer, settings)
+    found, seconds = [], []
+    for pose in poses:
+        position, rotation = pose[:3], matrix_from_quaternion(pose[3:])
+        for _ in range(2):
+            started = time.perf_counter()
+            solutions = solver.solve(position, rotation, max_solutions=count)
+            elapsed = time.perf_counter() - started
+        seconds.append(elapsed)
+        found.append(int((solutions.meets_tolerance & solutions.within_limits).sum()))
+    return {
+        'asked': count,
+        'poses': len(poses),
+        'found_mean': float(np.mean(found)),
+        'all_found': float(np.mean(np.array(found) == count)),
+        'ms_median': float(np.median(seconds) * 1e3),
+        'threads': 1,
+    }
+
+
 def format_markdown(report: dict) -> str:
     raw, angle = report['raw_position_error_mm'], report['raw_orientation_error_deg']
     distinct = report['distinct_solutions_per_pose']
     coverage, mmd, speed_ = report['closed_form_coverage'], report['mmd'], report['speed']
-    batched = report['batched']
+    batched, solver = report['batched'], report['solver']
     threads = {None: '', 1: ', one thread'}.get(
         batched['threads'], f', {batched["threads"]} threads'
     )
@@ -477,6 +509,10 @@ def format_markdown(report: dict) -> str:
         f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms |',
         f'| {speed_["samples"]} refined samples of one pose, one thread | '
         f'{speed_["sample_and_refine_ms"]:.1f} ms |',
+        f'| network+refine asked for {solver["asked"]} solutions of one pose, one thread '
+        f'({solver["poses"]} poses) | {solver["found_mean"]:.1f} distinct exact on average, all '
+        f'{solver["asked"]} for {100 * solver["all_found"]:.0f} % of the poses; '
+        f'{solver["ms_median"]:.1f} ms |',
         f'| all {batched["samples"]} raw samples, blocks of {batched["block_samples"]}, on '
         f'{batched["device"]}{threads} | {batched["seconds"] * 1e3:.1f} ms, '
         f'{batched["samples_per_s"]:,.0f} samples/s |',
