@@ -12,7 +12,8 @@ from iknet_core.solvers.result import Solutions
 
 # Seeds for refinement: positions (B, 3) m, rotations (B, 3, 3) -> K hypotheses (B, K, n) rad.
 # One that is a compiled network also offers `compiled_network` (NetworkProposer), which
-# RefinedSolver runs inside its single-query kernel.
+# RefinedSolver runs inside its single-query kernel; one that samples (a mixture model) offers
+# `samples` (True), `n_hypotheses` and a third argument, the count of samples to draw per pose.
 Proposer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
