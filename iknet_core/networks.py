@@ -281,10 +281,12 @@ class MixtureConfig:
     head_width: int = 128
     n_components: int = 8
     # What forward() proposes to the refinement: this many samples, std scaled by temperature,
-    # components picked with their weights sharpened by component_temperature (sample()).
+    # components picked with their weights sharpened by component_temperature, the likeliest of
+    # oversampling times as many draws (sample()).
     n_hypotheses: int = 16
     temperature: float = 0.5
     component_temperature: float = 1.0
+    oversampling: float = 1.0
     position_only: bool = False
     tool_frame_features: bool = True
     # Head j also sees the target in joint j's own frame, from FK of the joints before it
@@ -302,6 +304,23 @@ class MixtureConfig:
                 'temperature and component_temperature must be >= 0, got '
                 f'{self.temperature} and {self.component_temperature}'
             )
+        check_oversampling(self.oversampling)
+
+
+def check_oversampling(oversampling: float) -> None:
+    """ValueError unless oversampling is a finite number >= 1 (draws per sample kept)."""
+    if not (1.0 <= oversampling < math.inf):
+        raise ValueError(f'oversampling must be a finite number >= 1, got {oversampling}')
+
+
+def mixture_log_density(
+    values: torch.Tensor, log_weights: torch.Tensor, means: torch.Tensor, log_stds: torch.Tensor
+) -> torch.Tensor:
+    """log density of values (...) rad under Gaussian mixtures (..., M) (log weights, means,
+    log stds): (...)."""
+    z = (values[..., None] - means) * torch.exp(-log_stds)
+    log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
+    return torch.logsumexp(log_weights + log_normal, -1)
 
 
 def joint_ranges(low: Sequence[float], high: Sequence[float]) -> dict[str, list[float]]:
@@ -492,9 +511,7 @@ class MixtureIKNet(IKNetwork):
         forcing: each head sees the true joints before its own)."""
         embedding = self.trunk(self.normalized_features(poses))
         log_weights, means, log_stds = self.teacher_forced_mixtures(embedding, poses, joints)
-        z = (joints[..., None] - means) * torch.exp(-log_stds)
-        log_normal = -0.5 * z.square() - log_stds - 0.5 * math.log(2.0 * math.pi)
-        return torch.logsumexp(log_weights + log_normal, -1).sum(-1)
+        return mixture_log_density(joints, log_weights, means, log_stds).sum(-1)
 
     def sample(
         self,
@@ -503,22 +520,29 @@ class MixtureIKNet(IKNetwork):
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
         component_temperature: float = 1.0,
+        oversampling: float = 1.0,
     ) -> torch.Tensor:
         """count joint vectors per pose: (B, 7) -> (B, count, n) rad, joint after joint; the
         components' stds are scaled by temperature (0: their means), and each component is
         picked with probability weight ** (1 / component_temperature), renormalized (0: the
-        heaviest): lower ones trade diversity for accuracy (a light component picked for an
-        early joint is what sends a sample far off). Deterministic for a seeded generator;
-        differentiable in the picked components' means and stds where gradients are on
-        (losses.mixture_loss trains on the FK error of the samples)."""
+        heaviest); with oversampling > 1, ceil(oversampling * count) are drawn and the count
+        likeliest under the model (log_likelihood, summed as they are drawn) kept, likeliest
+        first. All three trade diversity for accuracy (a light component picked for an early
+        joint is what sends a sample far off, and its likelihood is low). Deterministic for a
+        seeded generator; differentiable in the picked components' means and stds where
+        gradients are on (losses.mixture_loss trains on the FK error of the samples)."""
         if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
             raise ValueError(
                 f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
                 f'{component_temperature}'
             )
+        check_oversampling(oversampling)
+        kept = count
+        count = math.ceil(oversampling * count)
         embedding = self.trunk(self.normalized_features(poses))
         shape = (len(poses), count)
         joints = []
+        log_likelihood = torch.zeros(shape, device=poses.device) if count > kept else None
         previous = embedding.new_zeros(*shape, 0)
         like = torch.zeros(*shape, 0, device=poses.device)  # float32 frames, as training's
         frames = SampledFrames(self, poses, like) if self.chain is not None else None
@@ -540,11 +564,17 @@ class MixtureIKNet(IKNetwork):
             std = torch.exp(log_stds.gather(-1, pick))[..., 0]
             normal = torch.randn(shape, generator=generator, device=poses.device)
             joints.append(means.gather(-1, pick)[..., 0] + temperature * std * normal)
+            if log_likelihood is not None:
+                log_likelihood += mixture_log_density(joints[j], log_weights, means, log_stds)
             angles = angle_features(joints[j][..., None]).to(previous.dtype)
             previous = torch.cat([previous, angles], -1)
             if frames is not None:
                 frames.move(j, joints[j])
-        return torch.stack(joints, -1)
+        drawn = torch.stack(joints, -1)
+        if log_likelihood is None:
+            return drawn
+        likeliest = log_likelihood.topk(kept, dim=1).indices
+        return drawn.gather(1, likeliest[..., None].expand(-1, -1, drawn.shape[-1]))
 
     def forward(self, poses: torch.Tensor, count: int | None = None) -> torch.Tensor:
         """The proposal for refinement: count (default n_hypotheses) samples at the config's
@@ -557,6 +587,7 @@ class MixtureIKNet(IKNetwork):
             temperature=self.config.temperature,
             generator=generator,
             component_temperature=self.config.component_temperature,
+            oversampling=self.config.oversampling,
         )
 
 

@@ -37,7 +37,7 @@ from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions, pose_errors, summary
-from iknet_core.networks import MixtureIKNet, angle_features
+from iknet_core.networks import MixtureIKNet, angle_features, check_oversampling
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='sharpens the choice of mixture component: weights ** (1 / it) (default: the '
         "model's; lower: more accurate, less diverse; 0: the heaviest component)",
     )
+    parser.add_argument(
+        '--oversampling',
+        type=float,
+        default=None,
+        help='draws per sample kept: the likeliest under the model of oversampling times as many '
+        "(default: the model's; higher: more accurate, less diverse, slower)",
+    )
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
     parser.add_argument('--mmd-poses', type=int, default=20, help='poses the MMD is measured on')
@@ -143,11 +150,12 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
             '(iknet-train --model mixture)'
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
-    temperature = model.config.temperature if args.temperature is None else args.temperature
-    component_temperature = args.component_temperature
-    if component_temperature is None:
-        component_temperature = model.config.component_temperature
-    temperatures = (temperature, component_temperature)
+    # sample()'s knobs: the model's own unless a flag sets one.
+    draws = {
+        knob: getattr(model.config, knob) if getattr(args, knob) is None else getattr(args, knob)
+        for knob in ('temperature', 'component_temperature', 'oversampling')
+    }
+    check_oversampling(draws['oversampling'])
     # A model of positions is judged on positions, whatever the flag says.
     args.position_only = args.position_only or model.config.position_only
     settings = SolverSettings(Tolerance(args.position_tolerance, args.orientation_tolerance))
@@ -159,7 +167,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     keep = np.linspace(0, len(poses) - 1, min(args.poses, len(poses))).round().astype(int)
     poses = poses[keep]
     count = args.samples_per_pose
-    raw, batched = batched_samples(model, poses, count, temperatures, args)
+    raw, batched = batched_samples(model, poses, count, draws, args)
     targets = np.repeat(poses[:, None], count, 1)
     raw_position, raw_angle = pose_errors(chain, raw, targets)
     refiner = Refiner(chain, settings)
@@ -180,8 +188,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'chain': chain.name,
         'model': str(args.model),
         'position_only': args.position_only,
-        'temperature': temperature,
-        'component_temperature': component_temperature,
+        **draws,
         'samples_per_pose': count,
         'data': {**source, 'n_poses': len(poses)},
         'tolerance': {
@@ -200,9 +207,9 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
         'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
-                       count, temperatures),
+                       count, draws),
         'solver': solver_figures(args.model, chain, replace(settings, batch_threads=1),
-                                 poses[:SOLVER_POSES], count),
+                                 poses[:SOLVER_POSES], count, draws),
         'batched': batched,
     }  # fmt: skip
     fan_pose = int(np.argmax(distinct))  # the most distinct solutions (exact samples)
@@ -350,7 +357,7 @@ def batched_samples(
     model: MixtureIKNet,
     poses: np.ndarray,
     count: int,
-    temperatures: tuple[float, float],
+    draws: dict[str, float],
     args: argparse.Namespace,
 ) -> tuple[np.ndarray, dict]:
     """count raw samples of each pose (B, count, n) rad, drawn on --device in blocks of about
@@ -369,7 +376,7 @@ def batched_samples(
             raw = np.concatenate(
                 [
                     model.sample(torch.as_tensor(block, dtype=torch.float32, device=device),
-                                 count, temperatures[0], generator, temperatures[1])
+                                 count, generator=generator, **draws)
                     .double().cpu().numpy()
                     for block in blocks
                 ]
@@ -393,10 +400,10 @@ def speed(
     refiner: Refiner,
     pose: np.ndarray,
     count: int,
-    temperatures: tuple[float, float],
+    draws: dict[str, float],
 ) -> dict:
     """Median ms for count samples of one pose, and for count refined ones, on one thread;
-    temperatures: sample()'s temperature and component_temperature."""
+    draws: sample()'s temperatures and oversampling."""
     tensor = torch.as_tensor(pose[None], dtype=torch.float32)
     position = np.repeat(pose[None, :3], count, 0)
     rotation = np.repeat(matrix_from_quaternion(pose[None, 3:]), count, 0)
@@ -404,16 +411,7 @@ def speed(
     with torch.inference_mode():
         for _ in range(7):
             started = time.perf_counter()
-            samples = (
-                model.sample(
-                    tensor,
-                    count,
-                    temperature=temperatures[0],
-                    component_temperature=temperatures[1],
-                )[0]
-                .double()
-                .numpy()
-            )
+            samples = model.sample(tensor, count, **draws)[0].double().numpy()
             sampled = time.perf_counter()
             refiner.refine(position, rotation, samples)
             sampling.append(sampled - started)
@@ -427,12 +425,19 @@ def speed(
 
 
 def solver_figures(
-    model_path: Path, chain: Chain, settings: SolverSettings, poses: np.ndarray, count: int
+    model_path: Path,
+    chain: Chain,
+    settings: SolverSettings,
+    poses: np.ndarray,
+    count: int,
+    draws: dict[str, float],
 ) -> dict:
     """What `max_solutions: count` gets from network+refine with this model (SolveIK,
-    iknet-bench --solutions), one pose at a time on one thread: distinct exact solutions per
-    pose and the median time of a call (each pose asked twice, the first call warming up)."""
+    iknet-bench --solutions) proposing with draws (sample()'s knobs), one pose at a time on one
+    thread: distinct exact solutions per pose and the median time of a call (each pose asked
+    twice, the first call warming up)."""
     proposer = NetworkProposer(model_path, device='cpu')
+    proposer.model.config = replace(proposer.model.config, **draws)
     solver = build_solver('network+refine', chain, proposer, settings)
     found, seconds = [], []
     for pose in poses:
@@ -468,7 +473,8 @@ def format_markdown(report: dict) -> str:
         '',
         f'{report["data"]["n_poses"]} poses, {report["samples_per_pose"]} samples each at '
         f'temperature {report["temperature"]:g}, component temperature '
-        f'{report["component_temperature"]:g} ({report["model"]}); refined by '
+        f'{report["component_temperature"]:g}, oversampling {report["oversampling"]:g} '
+        f'({report["model"]}); refined by '
         'Levenberg-Marquardt; exact: within '
         f'{report["tolerance"]["position_m"]:g} m{orientation} inside the limits.',
         '',

@@ -3,6 +3,7 @@ and iknet-sample-bench."""
 
 import json
 import math
+from copy import deepcopy
 from dataclasses import replace
 
 import numpy as np
@@ -179,6 +180,38 @@ def test_sampling_is_deterministic_under_a_seed(planar_model):
     assert len(torch.unique(means[0, :, 0])) <= planar_model.config.n_components
 
 
+def test_oversampling_keeps_the_likeliest_of_more_draws(planar_model):
+    """oversampling 2 keeps the 24 of the same 48 draws (one generator seed) that the
+    teacher-forced likelihood ranks highest, likeliest first; the proposals follow the config."""
+    poses, _ = planar_data(3, seed=5)
+    with torch.no_grad():
+        drawn = planar_model.sample(poses, 48, 1.0, torch.Generator().manual_seed(3))
+        kept = planar_model.sample(
+            poses, 24, 1.0, torch.Generator().manual_seed(3), oversampling=2.0
+        )
+        assert kept.shape == (3, 24, 2)
+        drawn_ll = planar_model.log_likelihood(poses.repeat_interleave(48, 0), drawn.flatten(0, 1))
+        kept_ll = planar_model.log_likelihood(poses.repeat_interleave(24, 0), kept.flatten(0, 1))
+    drawn_ll, kept_ll = drawn_ll.view(3, 48), kept_ll.view(3, 24)
+    expected = drawn_ll.topk(24, dim=1).values
+    assert torch.allclose(kept_ll, expected, atol=1e-4)  # the same ones, in that order
+    assert (kept_ll[:, 0] > drawn_ll.mean(1)).all()
+    config = replace(planar_model.config, oversampling=2.0)
+    proposing = deepcopy(planar_model)
+    proposing.config = config
+    with torch.no_grad():
+        proposals = proposing.eval()(poses)
+        expected = planar_model.sample(
+            poses, 16, config.temperature, torch.Generator().manual_seed(0), oversampling=2.0
+        )
+    assert torch.equal(proposals, expected)
+    for bad in (0.5, math.nan, math.inf):
+        with pytest.raises(ValueError, match='oversampling must be a finite number >= 1'):
+            planar_model.sample(poses, 4, oversampling=bad)
+        with pytest.raises(ValueError, match='oversampling must be a finite number >= 1'):
+            replace(planar_model.config, oversampling=bad)
+
+
 @pytest.mark.parametrize('local_frames', [True, False])
 def test_sampling_splits_each_heads_first_layer_into_its_pose_and_joint_parts(local_frames):
     # sample() applies a head's first layer to the pose once per pose and to the earlier
@@ -341,11 +374,12 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
         '--model', str(path), '--samples', '50', '--poses', '10',
         '--samples-per-pose', '64', '--mmd-poses', '3', '--reference-solutions', '50',
         '--position-only', '--compare-model', str(heads_path), '--out', str(tmp_path / 'out'),
-        '--device', 'cpu',
+        '--device', 'cpu', '--oversampling', '1.5',
     ]  # fmt: skip
     assert main(argv) == 0
     report = json.loads((tmp_path / 'out' / 'sample_bench.json').read_text())
     assert report['chain'] == 'planar_2link' and report['samples_per_pose'] == 64
+    assert report['oversampling'] == 1.5 and report['temperature'] == 0.5
     assert report['refined_exact'] > 0.9
     assert report['distinct_solutions_per_pose']['median'] == 2  # the two elbows
     assert report['closed_form_coverage'] is None  # no closed form for this arm
@@ -364,9 +398,17 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert batched['device'] == 'cpu' and batched['threads'] == 1
     assert batched['samples'] == 10 * 64 and batched['samples_per_s'] > 0
     out = capsys.readouterr().out
-    assert 'refined samples exact' in out
+    assert 'refined samples exact' in out and 'oversampling 1.5' in out
     assert 'network+refine asked for 64 solutions of one pose, one thread (10 poses)' in out
     assert 'all 640 raw samples, blocks of 640, on cpu, one thread' in out
+
+
+def test_sample_bench_refuses_oversampling_below_one(planar_model, tmp_path, capsys):
+    path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
+    argv = ['--model', str(path), '--oversampling', '0.5', '--out', str(tmp_path / 'out')]
+    assert main(argv) == 1
+    assert 'oversampling must be a finite number >= 1, got 0.5' in capsys.readouterr().err
+    assert not (tmp_path / 'out').exists()
 
 
 def test_sample_bench_refuses_a_model_that_does_not_sample(tmp_path, capsys):
