@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -365,12 +366,15 @@ def batched_samples(
     model is back on the CPU afterwards."""
     device = resolve_device(args.device)
     generator = torch.Generator(device=device).manual_seed(args.seed)
-    blocks = np.array_split(poses, max(1, len(poses) * count // BATCH_SAMPLES))
+    drawn = math.ceil(draws['oversampling'] * count)  # per pose and sample() call
+    blocks = np.array_split(poses, max(1, len(poses) * drawn // BATCH_SAMPLES))
     model.to(device)
     try:
         with torch.inference_mode():
             # Once first: a device's first call loads its kernels and libraries.
-            model.sample(torch.as_tensor(poses[:1], dtype=torch.float32, device=device), 1)
+            model.sample(
+                torch.as_tensor(poses[:1], dtype=torch.float32, device=device), 1, **draws
+            )
             synchronize(device)
             started = time.perf_counter()
             raw = np.concatenate(

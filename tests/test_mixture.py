@@ -20,6 +20,7 @@ from iknet_core.metrics import distinct_solutions
 from iknet_core.networks import MixtureIKNet, SampledFrames, angle_features, build_model
 from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
+from iknet_core.solvers import refined
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
@@ -348,6 +349,25 @@ def test_many_solutions_asked_of_a_sampler_on_an_arm_with_joints_to_spare_are_dr
     exact = solutions.meets_tolerance & solutions.within_limits
     assert exact.sum() > proposer.n_hypotheses
     assert len(distinct_solutions(solutions.joints[exact])) == exact.sum()
+    # One solution is drawn as solve_batch draws it; many, two samples per solution.
+    assert solver._sample_count(1) is None and solver._sample_count(40) == 80
+    assert solver._sample_count(10**9) == refined.MAX_CANDIDATES
+    # Joints that turn whole turns multiply the candidates (3 ** 4 variants each): fewer samples.
+    turning = replace(
+        chain,
+        name='planar_4link_turning',
+        joints=tuple(replace(j, limits=(-6.3, 6.3), reach=(-6.3, 6.3)) for j in chain.joints),
+    )
+    turning_model = build_model('mixture', dict(model.config.__dict__), turning)
+    turning_model.set_normalization(model.normalization())
+    turning_path = save_checkpoint(tmp_path / 'turning.pt', turning_model, 'mixture', turning, {})
+    turning_solver = build_solver(
+        'network+refine',
+        turning,
+        NetworkProposer(turning_path, device='cpu'),
+        SolverSettings().position_only(),
+    )
+    assert turning_solver._sample_count(10**9) == refined.MAX_CANDIDATES // 81
     heads = build_model('iknet', {'n_joints': 2, 'width': 8, 'n_blocks': 1})
     heads_proposer = NetworkProposer(
         save_checkpoint(tmp_path / 'heads.pt', heads, 'iknet', PLANAR, {}), device='cpu'

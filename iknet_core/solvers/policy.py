@@ -72,6 +72,12 @@ class BranchPolicy:
         self.best_per_pose(zero, np.zeros((1, 1)), np.zeros((1, 1)))
 
     @property
+    def turn_variants(self) -> int:
+        """Whole-turn variants ranked per candidate when several solutions are asked for (3 **
+        the full-turn joints; 1 without any)."""
+        return len(self._shifts)
+
+    @property
     def reach_bounds(self) -> np.ndarray:
         """(2, n) low and high of what the joints physically take (rad, with the slack)."""
         return self._bounds[2:4]
