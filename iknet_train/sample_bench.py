@@ -37,14 +37,20 @@ from iknet_core.device import DEVICES, resolve_device, synchronize
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
-from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions, pose_errors, summary
+from iknet_core.metrics import (
+    SAME_SOLUTION_RAD,
+    distinct_solutions,
+    pose_errors,
+    solution_diversity,
+    summary,
+)
 from iknet_core.networks import MixtureIKNet, angle_features, check_oversampling
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 from iknet_core.solvers.refine import Refiner
-from iknet_core.solvers.result import Tolerance
+from iknet_core.solvers.result import Solutions, Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
 from iknet_train.cli import (
@@ -438,25 +444,30 @@ def solver_figures(
 ) -> dict:
     """What `max_solutions: count` gets from network+refine with this model (SolveIK,
     iknet-bench --solutions) proposing with draws (sample()'s knobs), one pose at a time on one
-    thread: distinct exact solutions per pose and the median time of a call (each pose asked
-    twice, the first call warming up)."""
+    thread: the exact solutions it returns (no two within its duplicate tolerance), those of
+    them 0.02 rad apart (metrics.solution_diversity, iknet-bench's figure: a continuum's
+    solutions are a curve or a surface, so this saturates), and the median time of a call (each
+    pose asked twice, the first call warming up)."""
     proposer = NetworkProposer(model_path, device='cpu')
     proposer.model.config = replace(proposer.model.config, **draws)
     solver = build_solver('network+refine', chain, proposer, settings)
-    found, seconds = [], []
-    for pose in poses:
-        position, rotation = pose[:3], matrix_from_quaternion(pose[3:])
+    seconds, returned = [], []
+
+    def solve_timed(position: np.ndarray, rotation: np.ndarray, max_solutions: int) -> Solutions:
         for _ in range(2):
             started = time.perf_counter()
-            solutions = solver.solve(position, rotation, max_solutions=count)
+            solutions = solver.solve(position, rotation, max_solutions=max_solutions)
             elapsed = time.perf_counter() - started
         seconds.append(elapsed)
-        found.append(int((solutions.meets_tolerance & solutions.within_limits).sum()))
+        returned.append(int((solutions.meets_tolerance & solutions.within_limits).sum()))
+        return solutions
+
+    rotations = matrix_from_quaternion(poses[:, 3:])
+    diversity = solution_diversity(solve_timed, poses[:, :3], rotations, count)
     return {
-        'asked': count,
-        'poses': len(poses),
-        'found_mean': float(np.mean(found)),
-        'all_found': float(np.mean(np.array(found) == count)),
+        **diversity,
+        'returned_exact': summary(np.array(returned)),
+        'all_returned': float(np.mean(np.array(returned) == count)),
         'ms_median': float(np.median(seconds) * 1e3),
         'threads': 1,
     }
@@ -520,8 +531,9 @@ def format_markdown(report: dict) -> str:
         f'| {speed_["samples"]} refined samples of one pose, one thread | '
         f'{speed_["sample_and_refine_ms"]:.1f} ms |',
         f'| network+refine asked for {solver["asked"]} solutions of one pose, one thread '
-        f'({solver["poses"]} poses) | {solver["found_mean"]:.1f} distinct exact on average, all '
-        f'{solver["asked"]} for {100 * solver["all_found"]:.0f} % of the poses; '
+        f'({solver["n_poses"]} poses) | {solver["returned_exact"]["mean"]:.1f} exact on '
+        f'average (all {solver["asked"]} for {100 * solver["all_returned"]:.0f} % of the poses), '
+        f'{solver["distinct_exact"]["mean"]:.1f} of them 0.02 rad apart; '
         f'{solver["ms_median"]:.1f} ms |',
         f'| all {batched["samples"]} raw samples, blocks of {batched["block_samples"]}, on '
         f'{batched["device"]}{threads} | {batched["seconds"] * 1e3:.1f} ms, '

@@ -27,15 +27,17 @@ from iknet_core.solvers.result import Solutions
 BRANCH_RESTARTS = 8
 # On an arm with joints to spare, a proposer that samples (a mixture model) draws this many
 # samples per solution asked for where that is more than its own n_hypotheses, so that
-# max_solutions: N returns N distinct exact solutions of the continuum: some samples miss after
-# refinement, and some refine to the same solution. A Panda model (8.1 mm mean raw error), 20
-# random poses, N = 64 / 256 / 1,000: one sample per solution gave 58 / 223 / 763 on average,
-# two 63.6 / 252 / 969 (every one asked for on 95 / 95 / 90 % of the poses; 32 ms for 1,000 on
-# one thread), three 64 / 256 / 989 in 50 % more time. An arm without joints to spare has a few
-# branches, which the proposer's own samples find. The samples times their whole-turn variants
-# (BranchPolicy.turn_variants) are at most MAX_CANDIDATES: the policy's ranking takes time in
+# max_solutions: N returns N exact solutions of the continuum (no two within the policy's
+# duplicate tolerance): some samples miss after refinement, and some refine to the same
+# solution. A Panda model (8.1 mm mean raw error), 20 random poses, N = 64 / 256 / 1,000: one
+# sample per solution gave 58 / 223 / 763 on average, two 63.6 / 252 / 969 (every one asked for
+# on 95 / 95 / 90 % of the poses; 32 ms for 1,000 on one thread), three 64 / 256 / 989 in 50 %
+# more time. An arm without joints to spare has a few branches, which the proposer's own
+# samples find. More samples are drawn only while they times their whole-turn variants
+# (BranchPolicy.turn_variants) stay within MAX_CANDIDATES: the policy's ranking takes time in
 # the candidates times the solutions picked, and a UR5's 729 variants of 4,096 samples took a
-# request for 2**32 - 1 solutions 93 s.
+# request for 2**32 - 1 solutions 93 s. (n_hypotheses samples are drawn whatever their
+# variants, as before.)
 SAMPLES_PER_SOLUTION = 2
 MAX_CANDIDATES = 4096
 
@@ -417,8 +419,8 @@ class RefinedSolver:
 
     def _sample_count(self, max_solutions: int) -> int | None:
         """How many samples a proposer that samples draws for max_solutions (None: its own
-        n_hypotheses; always for one solution, which solve_batch's answer must match, and for
-        any other proposer)."""
+        n_hypotheses; always for one solution, which solve_batch's answer must match, for any
+        other proposer, and where no more than n_hypotheses fit MAX_CANDIDATES)."""
         if max_solutions == 1 or not (self._spare and getattr(self.proposer, 'samples', False)):
             return None
         wanted = min(
