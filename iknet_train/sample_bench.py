@@ -7,7 +7,8 @@ Levenberg-Marquardt of the solver stack, then de-duplicated by the branch policy
 MMD (Gaussian kernel on each joint's cos and sin) between the exact refined samples and a reference
 set of random-restart solutions of the same pose, on --mmd-poses poses; for an arm with a closed
 form (the OM-X), the share of poses whose every closed-form solution inside the limits is among the
-samples. Speed: --samples-per-pose samples and refined solutions of one pose on one thread, what
+samples. Speed: --samples-per-pose samples and refined solutions of one pose on one thread (the
+samples drawn by torch and by the compiled sampler, and a single query's too), what
 network+refine (SolveIK's max_solutions) returns when asked for as many, and the raw samples of
 every pose drawn in batches on --device. Writes sample_bench.json, sample_bench.md
 and sample_bench.png (a fan of sampled arms for one pose with its target, and each joint's sampled
@@ -47,6 +48,7 @@ from iknet_core.metrics import (
 from iknet_core.networks import MixtureIKNet, angle_features, check_oversampling
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
+from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 from iknet_core.solvers.refine import Refiner
@@ -412,24 +414,37 @@ def speed(
     count: int,
     draws: dict[str, float],
 ) -> dict:
-    """Median ms for count samples of one pose, and for count refined ones, on one thread;
+    """Median ms for count samples of one pose in torch, and for count refined ones, on one
+    thread; and for count and for a single query's n_hypotheses drawn by the compiled sampler
+    (what network+refine draws on the compiled backend up to COMPILED_MAX_SAMPLES) and by torch.
     draws: sample()'s temperatures and oversampling."""
     tensor = torch.as_tensor(pose[None], dtype=torch.float32)
     position = np.repeat(pose[None, :3], count, 0)
     rotation = np.repeat(matrix_from_quaternion(pose[None, 3:]), count, 0)
-    sampling, refining = [], []
+    compiled = CompiledMixture(model)
+    few = model.n_hypotheses
+    timers = {
+        'sample_ms': lambda: model.sample(tensor, count, **draws)[0].double().numpy(),
+        'compiled_sample_ms': lambda: compiled(position[:1], rotation[:1], count, **draws)[0],
+        'single_query_sample_ms': lambda: model.sample(tensor, few, **draws),
+        'single_query_compiled_sample_ms': lambda: compiled(
+            position[:1], rotation[:1], few, **draws
+        ),
+    }
+    times: dict[str, list[float]] = {name: [] for name in (*timers, 'sample_and_refine_ms')}
     with torch.inference_mode():
         for _ in range(7):
-            started = time.perf_counter()
-            samples = model.sample(tensor, count, **draws)[0].double().numpy()
-            sampled = time.perf_counter()
-            refiner.refine(position, rotation, samples)
-            sampling.append(sampled - started)
-            refining.append(time.perf_counter() - started)
+            for name, draw in timers.items():
+                started = time.perf_counter()
+                samples = draw()
+                times[name].append(time.perf_counter() - started)
+                if name == 'sample_ms':
+                    refiner.refine(position, rotation, samples)
+                    times['sample_and_refine_ms'].append(time.perf_counter() - started)
     return {
         'samples': count,
-        'sample_ms': float(np.median(sampling[1:]) * 1e3),
-        'sample_and_refine_ms': float(np.median(refining[1:]) * 1e3),
+        'single_query_samples': few,
+        **{name: float(np.median(seconds[1:]) * 1e3) for name, seconds in times.items()},
         'threads': 1,
     }
 
@@ -527,7 +542,11 @@ def format_markdown(report: dict) -> str:
             f'{mmd["compare_model_to_reference"]:.3g} |'
         )
     lines += [
-        f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms |',
+        f'| {speed_["samples"]} samples of one pose, one thread | {speed_["sample_ms"]:.1f} ms '
+        f'(compiled: {speed_["compiled_sample_ms"]:.1f} ms) |',
+        f'| {speed_["single_query_samples"]} samples of one pose (a single query), one thread | '
+        f'{speed_["single_query_sample_ms"]:.2f} ms (compiled: '
+        f'{speed_["single_query_compiled_sample_ms"]:.2f} ms) |',
         f'| {speed_["samples"]} refined samples of one pose, one thread | '
         f'{speed_["sample_and_refine_ms"]:.1f} ms |',
         f'| network+refine asked for {solver["asked"]} solutions of one pose, one thread '

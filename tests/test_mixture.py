@@ -22,7 +22,8 @@ from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import refined
 from iknet_core.solvers.factory import build_solver
-from iknet_core.solvers.network import NetworkProposer
+from iknet_core.solvers.mixture_kernel import CompiledMixture
+from iknet_core.solvers.network import COMPILED_MAX_SAMPLES, NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.losses import mixture_loss, sample_fk_error
 from iknet_train.sample_bench import main, mmd_squared
@@ -308,7 +309,7 @@ def test_checkpoints_keep_the_sampler_and_the_solver_stack_serves_distinct_solut
     poses, _ = planar_data(3, seed=3)
     with torch.no_grad():
         assert torch.equal(loaded.model(poses), planar_model(poses))
-    proposer = NetworkProposer(path)
+    proposer = NetworkProposer(path, backend='torch')
     assert proposer.backend == 'torch' and 'mixture' in proposer.describe()
     # One draw per call for the whole batch: CPU blocks would repeat the draws block by block.
     import iknet_core.solvers.network as network
@@ -416,6 +417,10 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     # Near the straight arm a few more meet the tolerance within 0.02 rad of each other.
     assert solver['returned_exact']['mean'] >= solver['distinct_exact']['mean']
     assert solver['returned_exact']['max'] < 64 and solver['all_returned'] == 0.0
+    speed = report['speed']
+    assert speed['samples'] == 64 and speed['single_query_samples'] == 16
+    for figure in ('sample_ms', 'compiled_sample_ms', 'single_query_compiled_sample_ms'):
+        assert speed[figure] > 0
     batched = report['batched']
     assert batched['device'] == 'cpu' and batched['threads'] == 1
     assert batched['samples'] == 10 * 64 and batched['samples_per_s'] > 0
@@ -424,6 +429,7 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert 'network+refine asked for 64 solutions of one pose, one thread (10 poses)' in out
     assert 'of them 0.02 rad apart' in out
     assert 'all 640 raw samples, blocks of 640, on cpu, one thread' in out
+    assert '16 samples of one pose (a single query), one thread' in out and 'compiled' in out
 
 
 def test_sample_bench_refuses_oversampling_below_one(planar_model, tmp_path, capsys):
@@ -551,17 +557,7 @@ def test_each_head_sees_the_target_in_its_joints_frame():
 def test_training_and_sampling_see_the_same_frames_of_a_chain_with_a_slide():
     # Teacher forcing computes every joint's frame at once, the sampler one joint at a time
     # for (B, count) samples: the same features, on a chain with a slide and fixed rotations.
-    slider = Chain(
-        name='slider', base_frame='base', tip_frame='tip',
-        joints=(
-            Joint('turn', (0.0, 0.0, 0.1), (0.0, 0.0, 1.0), (-3.0, 3.0), (-3.0, 3.0),
-                  origin_rpy=(0.3, 0.0, 0.0)),
-            Joint('slide', (0.1, 0.0, 0.05), (1.0, 0.0, 0.0), (0.0, 0.3), (0.0, 0.3),
-                  origin_rpy=(0.0, 0.2, 0.0), kind='prismatic'),
-            Joint('wrist', (0.0, 0.05, 0.0), (0.0, 1.0, 0.0), (-2.0, 2.0), (-2.0, 2.0)),
-        ),
-        tip_xyz=(0.05, 0.02, 0.1), tip_rpy=(0.1, -0.2, 0.3),
-    )  # fmt: skip
+    slider = SLIDER
     model = build_model('mixture', {'n_joints': 3, 'width': 8, 'head_width': 8}, slider)
     joints = torch.as_tensor(
         np.random.default_rng(1).uniform(*limit_ranges(slider).T, (5, 3)), dtype=torch.float32
@@ -576,6 +572,79 @@ def test_training_and_sampling_see_the_same_frames_of_a_chain_with_a_slide():
         for copy in range(3):
             torch.testing.assert_close(drawn[:, copy], forced[:, j])
         frames.move(j, copies[..., j])
+
+
+SLIDER = Chain(
+    name='slider', base_frame='base', tip_frame='tip',
+    joints=(
+        Joint('turn', (0.0, 0.0, 0.1), (0.0, 0.0, 1.0), (-3.0, 3.0), (-3.0, 3.0),
+              origin_rpy=(0.3, 0.0, 0.0)),
+        Joint('slide', (0.1, 0.0, 0.05), (1.0, 0.0, 0.0), (0.0, 0.3), (0.0, 0.3),
+              origin_rpy=(0.0, 0.2, 0.0), kind='prismatic'),
+        Joint('wrist', (0.0, 0.05, 0.0), (0.0, 1.0, 0.0), (-2.0, 2.0), (-2.0, 2.0)),
+    ),
+    tip_xyz=(0.05, 0.02, 0.1), tip_rpy=(0.1, -0.2, 0.3),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ('position_only', 'local_frames'), [(False, True), (True, True), (False, False)]
+)
+def test_the_compiled_sampler_draws_what_torch_draws(position_only, local_frames):
+    """CompiledMixture (the server's sampler for a few poses) against MixtureIKNet.sample on a
+    chain with a slide and fixed rotations: the same heaviest-component path, the same
+    likelihood ranking under oversampling, the same distribution of each joint."""
+    config = {'n_joints': 3, 'width': 16, 'head_width': 16, 'position_only': position_only,
+              'local_frames': local_frames}  # fmt: skip
+    torch.manual_seed(2)
+    model = build_model('mixture', config, SLIDER).eval()
+    joints = np.random.default_rng(2).uniform(*limit_ranges(SLIDER).T, (64, 3))
+    poses = torch.as_tensor(pose_from_joints(SLIDER, joints), dtype=torch.float32)
+    model.fit_normalization(poses)
+    compiled = CompiledMixture(model)
+    positions = poses[:4, :3].double().numpy()
+    rotations = matrix_from_quaternion(poses[:4, 3:].double().numpy())
+    with torch.no_grad():
+        heaviest = model.sample(poses[:4], 2, temperature=0.0, component_temperature=0.0)
+    drawn = compiled(positions, rotations, 2, temperature=0.0, component_temperature=0.0)
+    np.testing.assert_allclose(drawn, heaviest.numpy(), atol=1e-5)
+    # Oversampling 2 keeps the 8 of the same 16 draws that torch's likelihood ranks highest.
+    every = compiled(positions[:1], rotations[:1], 16, oversampling=1.0)[0]
+    kept = compiled(positions[:1], rotations[:1], 8, oversampling=2.0)[0]
+    with torch.no_grad():
+        likelihood = model.log_likelihood(poses[:1].expand(16, 7), torch.as_tensor(every).float())
+    np.testing.assert_array_equal(kept, every[likelihood.argsort(descending=True)[:8].numpy()])
+    # Each joint's quantiles over 20,000 draws at full temperature (a component picked by any
+    # rule but the weights', or a std misapplied, moves them by tenths).
+    with torch.no_grad():
+        reference = model.sample(poses[:1], 20_000, 1.0, torch.Generator().manual_seed(0))[0]
+    ours = compiled(positions[:1], rotations[:1], 20_000, 1.0, 1.0, 1.0)[0]
+    levels = [0.1, 0.3, 0.5, 0.7, 0.9]
+    np.testing.assert_allclose(
+        np.quantile(ours, levels, 0), np.quantile(reference.numpy(), levels, 0), atol=0.05
+    )
+
+
+def test_the_server_samples_a_few_poses_compiled_and_many_in_torch(tmp_path):
+    model = tiny_model(n_joints=3).eval()
+    path = save_checkpoint(tmp_path / 'three.pt', model, 'mixture', planar_chain(3), {})
+    proposer, in_torch = NetworkProposer(path), NetworkProposer(path, backend='torch')
+    assert proposer.backend == 'compiled' and in_torch.backend == 'torch'
+    poses, _ = planar_data(2, seed=7)
+    positions = poses[:, :3].double().numpy()
+    rotations = np.repeat(np.eye(3)[None], 2, 0)
+    few = proposer(positions, rotations)
+    assert few.shape == (2, 16, 3)
+    np.testing.assert_array_equal(few, CompiledMixture(model)(positions, rotations, 16))
+    assert np.array_equal(proposer(positions, rotations), few)  # the same draws each call
+    many = proposer(positions, rotations, COMPILED_MAX_SAMPLES)
+    np.testing.assert_array_equal(many, in_torch(positions, rotations, COMPILED_MAX_SAMPLES))
+    # The knobs come from the model's config at each call (iknet-sample-bench sets them).
+    for served in (proposer, in_torch):
+        served.model.config = replace(model.config, temperature=0.0, component_temperature=0.0)
+    np.testing.assert_allclose(
+        proposer(positions, rotations), in_torch(positions, rotations), atol=1e-5
+    )
 
 
 def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_path):

@@ -28,6 +28,7 @@ KERNEL_MODULES = (
     'iknet_core.solvers.path_search',
     'iknet_core.solvers.path_smoothing',
     'iknet_core.solvers.network_kernel',
+    'iknet_core.solvers.mixture_kernel',
 )
 STAMP_FILE = 'iknet-kernel-sources.sha256'
 

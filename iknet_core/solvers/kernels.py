@@ -110,6 +110,26 @@ def _times_rows(r, rows, first):
 
 
 @njit(cache=True)
+def turn(r, ax, ay, az, angle):
+    """The 9-tuple rotation r times a turn of angle (rad) about the unit axis (ax, ay, az)."""
+    # Rodrigues: c I + s [a]x + (1 - c) a a^T.
+    s, c = math.sin(angle), math.cos(angle)
+    t = 1.0 - c
+    return _times(
+        r,
+        c + t * ax * ax,
+        t * ax * ay - s * az,
+        t * ax * az + s * ay,
+        t * ax * ay + s * az,
+        c + t * ay * ay,
+        t * ay * az - s * ax,
+        t * ax * az - s * ay,
+        t * ay * az + s * ax,
+        c + t * az * az,
+    )
+
+
+@njit(cache=True)
 def _rotate(r, vector):
     """The 9-tuple rotation r applied to vector (3,)."""
     x, y, z = vector[0], vector[1], vector[2]
@@ -144,21 +164,7 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
         if jacobian is not None:
             jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
             jacobian[3, i], jacobian[4, i], jacobian[5, i] = _rotate(r, frame[1])
-        # Rodrigues: c I + s [a]x + (1 - c) a a^T.
-        s, c = math.sin(q[i]), math.cos(q[i])
-        t = 1.0 - c
-        r = _times(
-            r,
-            c + t * ax * ax,
-            t * ax * ay - s * az,
-            t * ax * az + s * ay,
-            t * ax * ay + s * az,
-            c + t * ay * ay,
-            t * ay * az - s * ax,
-            t * ax * az - s * ay,
-            t * ay * az + s * ax,
-            c + t * az * az,
-        )
+        r = turn(r, ax, ay, az, q[i])
     dx, dy, dz = _rotate(r, tip[0])
     px, py, pz = px + dx, py + dy, pz + dz
     r = _times_rows(r, tip, 1)

@@ -1,8 +1,10 @@
 """Seeds from a trained network: K joint hypotheses per pose, on the backend that fits the call.
 
-Backends: `compiled` (numba; tens of microseconds for one pose, for the server), `torch` (CPU or
-CUDA, for big batches) and `onnxruntime` (the exported graph, for deployment parity). Whatever the
-backend, refinement and the branch policy make the final answer the same.
+Backends: `compiled` (numba, for the server: tens of microseconds for one pose; a mixture model's
+16 samples in a few hundred), `torch` (CPU or CUDA, for big batches) and `onnxruntime` (the
+exported graph, for deployment parity). Whatever the backend, refinement and the branch policy
+make the final answer the same (a mixture model's samples differ between backends, and so may
+the solution chosen on a redundant arm; each is exact).
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_core.networks import MixtureIKNet
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
 from iknet_core.solvers.base import check_poses
+from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network_kernel import CompiledNetwork
 
 BACKENDS = ('compiled', 'torch', 'onnxruntime')
 # Above this many poses a vectorised backend beats the compiled single-pose loop.
 COMPILED_MAX_BATCH = 16
+# Up to this many samples drawn in a call, the compiled sampler draws a mixture model's at least
+# as fast as torch on one thread (Panda, beside another process: 16 in 0.27 ms against 4.4, 256
+# in 3.6 against 7.1, 1,000 in 12-14 against 12-15); torch's batches (and CUDA) take more.
+COMPILED_MAX_SAMPLES = 1024
 CPU_BLOCK_ROWS = 2048
 # The OM-X checkpoint each learned solver loads when given none. The accurate network (width 128,
 # 0.44 mm median on the recordings) answers alone. Refinement makes any seed exact, and on this
@@ -58,8 +65,9 @@ class NetworkProposer:
         # UR5 poses took 27 ms instead of 31.5. Not for a mixture model: its samples are drawn
         # per call from a fixed generator, so blocks would repeat each other's draws.
         self._in_blocks = self.device.type == 'cpu' and not sampled
+        self._sampler = None
         if backend == 'compiled' and sampled:
-            self.backend = 'torch'  # only the K-head network compiles; sampling stays in torch
+            self._sampler = CompiledMixture(checkpoint.model)
         elif backend == 'compiled':
             self._compiled = CompiledNetwork(checkpoint.model)
         elif backend == 'onnxruntime' and sampled:
@@ -105,6 +113,10 @@ class NetworkProposer:
             )
         if self._compiled is not None and len(positions) <= COMPILED_MAX_BATCH:
             return self._compiled(positions, rotations)
+        if self._sampler is not None:
+            drawn = len(positions) * (count or self.n_hypotheses) * self.model.config.oversampling
+            if drawn <= COMPILED_MAX_SAMPLES:
+                return self._sampler(positions, rotations, count or self.n_hypotheses)
         poses = np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
         poses = poses.astype(np.float32)
         if self._session is not None:

@@ -15,7 +15,9 @@ import numba
 import numpy as np
 
 if TYPE_CHECKING:  # torch loads only when a network is compiled, not with the kernels
-    from iknet_core.networks import MultiHypothesisIKNet
+    import torch
+
+    from iknet_core.networks import IKNetwork, MultiHypothesisIKNet
 
 LAYER_NORM_EPS = 1e-5
 
@@ -77,12 +79,14 @@ def silu_inplace(x):
 
 @numba.njit(cache=True)
 def _features(position, rotation, tool_frame, mean, std, out):
-    """Same order as networks.pose_features: p, (R[i, 0], R[i, 1]) per row, [R^T p]."""
+    """Same order as networks.pose_features: p, (R[i, 0], R[i, 1]) per row, [R^T p]; p alone
+    where out holds 3 (a position-only mixture model's features)."""
     for i in range(3):
         out[i] = position[i]
-        out[3 + 2 * i] = rotation[i, 0]
-        out[4 + 2 * i] = rotation[i, 1]
-    if tool_frame:
+        if out.shape[0] > 3:
+            out[3 + 2 * i] = rotation[i, 0]
+            out[4 + 2 * i] = rotation[i, 1]
+    if tool_frame and out.shape[0] > 9:
         for j in range(3):
             out[9 + j] = (
                 rotation[0, j] * position[0]
@@ -101,14 +105,12 @@ def _take(parameters, offset, rows, columns):
 
 
 @numba.njit(cache=True)
-def forward_pose(position, rotation, weights, out):
-    """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights. A kernel of
-    its own so that other kernels run the network inside (refined.py)."""
-    parameters, joint_map, layout = weights
-    tool_frame, n_features, width = layout[0] != 0, layout[1], layout[2]
-    n_blocks, n_hypotheses, n_joints = layout[3], layout[4], layout[5]
-    n_outputs = 2 * n_hypotheses * n_joints
-    # In CompiledNetwork's order.
+def embed_pose(position, rotation, parameters, layout, out):
+    """One pose (3,), (3, 3) -> out (width,) float32: the trunk (features, normalization,
+    stem, residual blocks) through its final layer norm and SiLU, which every model here shares;
+    returns the offset in parameters where the trunk's end (trunk_parameters' order).
+    layout: tool_frame, n_features, width, n_blocks, ..."""
+    tool_frame, n_features, width, n_blocks = layout[0] != 0, layout[1], layout[2], layout[3]
     normalization, offset = _take(parameters, 0, 2, n_features)
     stem_w, offset = _take(parameters, offset, width, n_features)
     stem_b, offset = _take(parameters, offset, 1, width)
@@ -116,7 +118,6 @@ def forward_pose(position, rotation, weights, out):
     x = np.empty(width, dtype=np.float32)
     h = np.empty(width, dtype=np.float32)
     g = np.empty(width, dtype=np.float32)
-    y = np.empty(n_outputs, dtype=np.float32)
     _features(position, rotation, tool_frame, normalization[0], normalization[1], features)
     linear(stem_w, stem_b[0], features, x)
     for _ in range(n_blocks):
@@ -132,9 +133,22 @@ def forward_pose(position, rotation, weights, out):
         for i in range(width):
             x[i] += h[i]
     final_norm, offset = _take(parameters, offset, 2, width)
+    _layer_norm_silu(x, final_norm[0], final_norm[1], out)
+    return offset
+
+
+@numba.njit(cache=True)
+def forward_pose(position, rotation, weights, out):
+    """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights. A kernel of
+    its own so that other kernels run the network inside (refined.py)."""
+    parameters, joint_map, layout = weights
+    width, n_hypotheses, n_joints = layout[2], layout[4], layout[5]
+    n_outputs = 2 * n_hypotheses * n_joints
+    h = np.empty(width, dtype=np.float32)
+    y = np.empty(n_outputs, dtype=np.float32)
+    offset = embed_pose(position, rotation, parameters, layout, h)
     head_w, offset = _take(parameters, offset, n_outputs, width)
     head_b, offset = _take(parameters, offset, 1, n_outputs)
-    _layer_norm_silu(x, final_norm[0], final_norm[1], h)
     linear(head_w, head_b[0], h, y)
     for k in range(n_hypotheses):
         for j in range(n_joints):
@@ -148,6 +162,24 @@ def forward_batch(positions, rotations, weights, out):
     """positions (B, 3), rotations (B, 3, 3) -> out (B, K, n) rad."""
     for b in range(positions.shape[0]):
         forward_pose(positions[b], rotations[b], weights, out[b])
+
+
+def trunk_parameters(model: IKNetwork) -> list[torch.Tensor]:
+    """The trunk's tensors in embed_pose's order: normalization, stem, blocks, final norm."""
+    per_block = [
+        [block.norm.weight, block.norm.bias, block.fc1.weight, block.fc1.bias,
+         block.fc2.weight, block.fc2.bias]
+        for block in model.blocks
+    ]  # fmt: skip
+    return [
+        model.input_mean, model.input_std, model.stem.weight, model.stem.bias,
+        *(tensor for block in per_block for tensor in block), model.norm.weight, model.norm.bias,
+    ]  # fmt: skip
+
+
+def values(tensor: torch.Tensor, dtype: type) -> np.ndarray:
+    """A parameter of any dtype or device as a flat numpy array of dtype."""
+    return tensor.detach().cpu().double().numpy().astype(dtype).ravel()
 
 
 class CompiledNetwork:
@@ -165,20 +197,7 @@ class CompiledNetwork:
         # each argument, and a tuple of 18 cost a single query ~1.3 us. The float32 parameters
         # flattened in the order forward_pose takes them; to_angles' joint centre and scale in
         # float64, as the model uses them; the sizes.
-        per_block = [
-            [block.norm.weight, block.norm.bias, block.fc1.weight, block.fc1.bias,
-             block.fc2.weight, block.fc2.bias]
-            for block in model.blocks
-        ]  # fmt: skip
-        parameters = [  # in forward_pose's order
-            model.input_mean, model.input_std, model.stem.weight, model.stem.bias,
-            *(tensor for block in per_block for tensor in block),
-            model.norm.weight, model.norm.bias, model.head.weight, model.head.bias,
-        ]  # fmt: skip
-
-        def values(tensor, dtype) -> np.ndarray:
-            return tensor.detach().cpu().double().numpy().astype(dtype).ravel()  # any dtype
-
+        parameters = [*trunk_parameters(model), model.head.weight, model.head.bias]
         self.weights = (
             np.concatenate([values(tensor, np.float32) for tensor in parameters]),
             np.stack([values(model.joint_center, np.float64),

@@ -17,6 +17,7 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.fk import forward_kinematics, pose_from_joints
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import available_solvers, build_solver
+from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.path import follow_path
 from iknet_core.solvers.path_smoothing import step_stands_out
@@ -50,13 +51,23 @@ def exercise_path(chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> 
     step_stands_out(joints, 1.0)
 
 
+def exercise_sampler(chain: Chain) -> None:
+    """The compiled mixture sampler, on a small untrained model: its kernels take the same
+    types whatever the model, so a trained one loads them from the cache."""
+    from iknet_core.networks import build_model
+
+    config = {'n_joints': chain.n_joints, 'width': 8, 'n_blocks': 1, 'head_width': 8}
+    CompiledMixture(build_model('mixture', config, chain))
+
+
 def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) -> list[str]:
-    """Build and exercise every solver available for chain, and follow_path; returns the
-    solvers' names."""
+    """Build and exercise every solver available for chain, follow_path and the mixture
+    sampler; returns the solvers' names."""
     names = list(available_solvers(chain, network))
     for name in names:
         exercise(build_solver(name, chain, network))
     exercise_path(chain)
+    exercise_sampler(chain)
     return names
 
 
