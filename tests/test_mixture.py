@@ -588,14 +588,20 @@ SLIDER = Chain(
 
 
 @pytest.mark.parametrize(
-    ('position_only', 'local_frames'), [(False, True), (True, True), (False, False)]
+    'overrides',
+    [
+        {},
+        {'position_only': True},
+        {'local_frames': False},
+        {'tool_frame_features': False, 'n_blocks': 0, 'n_components': 1},
+        {'position_only': True, 'local_frames': False, 'tool_frame_features': False},
+    ],
 )
-def test_the_compiled_sampler_draws_what_torch_draws(position_only, local_frames):
+def test_the_compiled_sampler_draws_what_torch_draws(overrides):
     """CompiledMixture (the server's sampler for a few poses) against MixtureIKNet.sample on a
     chain with a slide and fixed rotations: the same heaviest-component path, the same
     likelihood ranking under oversampling, the same distribution of each joint."""
-    config = {'n_joints': 3, 'width': 16, 'head_width': 16, 'position_only': position_only,
-              'local_frames': local_frames}  # fmt: skip
+    config = {'n_joints': 3, 'width': 16, 'head_width': 16, **overrides}
     torch.manual_seed(2)
     model = build_model('mixture', config, SLIDER).eval()
     joints = np.random.default_rng(2).uniform(*limit_ranges(SLIDER).T, (64, 3))
@@ -637,6 +643,9 @@ def test_the_server_samples_a_few_poses_compiled_and_many_in_torch(tmp_path):
     assert few.shape == (2, 16, 3)
     np.testing.assert_array_equal(few, CompiledMixture(model)(positions, rotations, 16))
     assert np.array_equal(proposer(positions, rotations), few)  # the same draws each call
+    for served in (proposer, in_torch):
+        with pytest.raises(ValueError, match='need count >= 1'):
+            served(positions, rotations, 0)
     many = proposer(positions, rotations, COMPILED_MAX_SAMPLES)
     np.testing.assert_array_equal(many, in_torch(positions, rotations, COMPILED_MAX_SAMPLES))
     # The knobs come from the model's config at each call (iknet-sample-bench sets them).

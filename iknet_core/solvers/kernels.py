@@ -101,7 +101,7 @@ def _times(r, m00, m01, m02, m10, m11, m12, m20, m21, m22):
 
 
 @njit(cache=True)
-def _times_rows(r, rows, first):
+def times_rows(r, rows, first):
     """r times the 3x3 matrix held in rows[first:first + 3] of a (k, 3) array."""
     m = rows[first:]
     return _times(
@@ -130,7 +130,7 @@ def turn(r, ax, ay, az, angle):
 
 
 @njit(cache=True)
-def _rotate(r, vector):
+def rotate(r, vector):
     """The 9-tuple rotation r applied to vector (3,)."""
     x, y, z = vector[0], vector[1], vector[2]
     return (
@@ -149,12 +149,12 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
     px = py = pz = 0.0
     for i in range(q.shape[0]):
         frame = joints[i]
-        dx, dy, dz = _rotate(r, frame[0])
+        dx, dy, dz = rotate(r, frame[0])
         px, py, pz = px + dx, py + dy, pz + dz
-        r = _times_rows(r, frame, 2)
+        r = times_rows(r, frame, 2)
         ax, ay, az = frame[1, 0], frame[1, 1], frame[1, 2]
         if frame[5, 0] > 0.0:  # prismatic: a slide along the world axis, no turn
-            wx, wy, wz = _rotate(r, frame[1])
+            wx, wy, wz = rotate(r, frame[1])
             if jacobian is not None:  # the tip moves along the axis; finished below as it is
                 jacobian[0, i], jacobian[1, i], jacobian[2, i] = wx, wy, wz
                 jacobian[3, i] = jacobian[4, i] = jacobian[5, i] = 0.0
@@ -163,11 +163,11 @@ def pose_jacobian(q, joints, tip, position, rotation, jacobian):
         # Joint origin and world axis; the linear rows need the tip, so they are finished below.
         if jacobian is not None:
             jacobian[0, i], jacobian[1, i], jacobian[2, i] = px, py, pz
-            jacobian[3, i], jacobian[4, i], jacobian[5, i] = _rotate(r, frame[1])
+            jacobian[3, i], jacobian[4, i], jacobian[5, i] = rotate(r, frame[1])
         r = turn(r, ax, ay, az, q[i])
-    dx, dy, dz = _rotate(r, tip[0])
+    dx, dy, dz = rotate(r, tip[0])
     px, py, pz = px + dx, py + dy, pz + dz
-    r = _times_rows(r, tip, 1)
+    r = times_rows(r, tip, 1)
     position[0], position[1], position[2] = px, py, pz
     for k in range(9):
         rotation[k // 3, k % 3] = r[k]

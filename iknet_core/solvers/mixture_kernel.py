@@ -18,14 +18,12 @@ import numba
 import numpy as np
 
 from iknet_core.kinematics.transforms import rpy_matrix
-
-# kernels' 3x3 helpers, as pose_jacobian walks the chain
-from iknet_core.solvers.kernels import ChainArrays, _rotate, _times_rows, turn
+from iknet_core.solvers.kernels import ChainArrays, rotate, times_rows, turn
 from iknet_core.solvers.network_kernel import (
-    _take,
     embed_pose,
     linear,
     silu_inplace,
+    take_matrix,
     trunk_parameters,
     values,
 )
@@ -46,7 +44,7 @@ def sample_pose(
     """out (kept, n) rad: samples of one pose (3,), (3, 3) from uniform (drawn, n, M) and
     normal (drawn, n) noise; with drawn > kept, the kept likeliest, likeliest first.
     weights: CompiledMixture.weights; chain_joints: ChainArrays.joints of the model's chain."""
-    parameters, layout, joint_map, geometry = weights
+    parameters, joint_map, layout, geometry = weights
     width, n, head_width = layout[2], layout[_N_JOINTS], layout[_HEAD_WIDTH]
     m, n_local = layout[_COMPONENTS], layout[_N_LOCAL]
     drawn, kept = uniform.shape[0], out.shape[0]
@@ -81,13 +79,13 @@ def sample_pose(
                 _target_features(
                     frames[s], position, rotation, last, scale, n_local, inputs[s, 2 * j :]
                 )
-        pose_w, offset = _take(parameters, offset, head_width, width)
-        first_b, offset = _take(parameters, offset, 1, head_width)
-        earlier_w, offset = _take(parameters, offset, head_width, 2 * j + n_local)
-        second_w, offset = _take(parameters, offset, head_width, head_width)
-        second_b, offset = _take(parameters, offset, 1, head_width)
-        third_w, offset = _take(parameters, offset, 3 * m, head_width)
-        third_b, offset = _take(parameters, offset, 1, 3 * m)
+        pose_w, offset = take_matrix(parameters, offset, head_width, width)
+        first_b, offset = take_matrix(parameters, offset, 1, head_width)
+        earlier_w, offset = take_matrix(parameters, offset, head_width, 2 * j + n_local)
+        second_w, offset = take_matrix(parameters, offset, head_width, head_width)
+        second_b, offset = take_matrix(parameters, offset, 1, head_width)
+        third_w, offset = take_matrix(parameters, offset, 3 * m, head_width)
+        third_b, offset = take_matrix(parameters, offset, 1, 3 * m)
         linear(pose_w, first_b[0], embedding, pose_terms)
         _affine(inputs, earlier_w, pose_terms, hidden)
         silu_inplace(hidden.reshape(-1))
@@ -185,11 +183,11 @@ def _enter_joint(joint, frame):
     """frame (12,) = rotation rows, origin: to the frame joint (JOINT_ROWS, 3) moves in."""
     r = (frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7],
          frame[8])  # fmt: skip
-    dx, dy, dz = _rotate(r, joint[0])
+    dx, dy, dz = rotate(r, joint[0])
     frame[9] += dx
     frame[10] += dy
     frame[11] += dz
-    r = _times_rows(r, joint, 2)
+    r = times_rows(r, joint, 2)
     for k in range(9):
         frame[k] = r[k]
 
@@ -200,7 +198,7 @@ def _move_joint(joint, frame, value):
     r = (frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7],
          frame[8])  # fmt: skip
     if joint[5, 0] > 0.0:
-        wx, wy, wz = _rotate(r, joint[1])
+        wx, wy, wz = rotate(r, joint[1])
         frame[9] += wx * value
         frame[10] += wy * value
         frame[11] += wz * value
@@ -262,14 +260,14 @@ class CompiledMixture:
             np.concatenate(
                 [values(t, np.float32) for t in (*trunk_parameters(model), *head_parameters)]
             ),
+            np.stack([values(model.joint_center, np.float64),
+                      values(model.joint_half_range, np.float64)]),
             np.array(
                 [config.tool_frame_features, model.input_mean.numel(), width,
                  len(model.blocks), config.n_joints, config.head_width, config.n_components,
                  model.n_local],
                 dtype=np.int64,
             ),
-            np.stack([values(model.joint_center, np.float64),
-                      values(model.joint_half_range, np.float64)]),
             np.array([scale, *tip, *MIXTURE_LOG_STD]),
         )  # fmt: skip
         self.chain_joints = (

@@ -10,6 +10,7 @@ the solution chosen on a redundant arm; each is exact).
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,10 +30,11 @@ from iknet_core.solvers.network_kernel import CompiledNetwork
 BACKENDS = ('compiled', 'torch', 'onnxruntime')
 # Above this many poses a vectorised backend beats the compiled single-pose loop.
 COMPILED_MAX_BATCH = 16
-# Up to this many samples drawn in a call, the compiled sampler draws a mixture model's at least
-# as fast as torch on one thread (Panda, beside another process: 16 in 0.27 ms against 4.4, 256
-# in 3.6 against 7.1, 1,000 in 12-14 against 12-15); torch's batches (and CUDA) take more.
-COMPILED_MAX_SAMPLES = 1024
+# Up to this many samples drawn in a call, the compiled sampler draws a mixture model's faster
+# than torch on one thread (Panda: 16 of one pose in 0.27-0.30 ms against 3.9-4.4, 256 in 3.5
+# against 6-7; 1,024 in 13.7 against 12.5, and 16 of each of 64 poses in 16 against 13-14 ms);
+# torch (or CUDA) draws bigger calls.
+COMPILED_MAX_SAMPLES = 512
 CPU_BLOCK_ROWS = 2048
 # The OM-X checkpoint each learned solver loads when given none. The accurate network (width 128,
 # 0.44 mm median on the recordings) answers alone. Refinement makes any seed exact, and on this
@@ -114,9 +116,10 @@ class NetworkProposer:
         if self._compiled is not None and len(positions) <= COMPILED_MAX_BATCH:
             return self._compiled(positions, rotations)
         if self._sampler is not None:
-            drawn = len(positions) * (count or self.n_hypotheses) * self.model.config.oversampling
+            count = self.n_hypotheses if count is None else count
+            drawn = len(positions) * math.ceil(self.model.config.oversampling * count)
             if drawn <= COMPILED_MAX_SAMPLES:
-                return self._sampler(positions, rotations, count or self.n_hypotheses)
+                return self._sampler(positions, rotations, count)
         poses = np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
         poses = poses.astype(np.float32)
         if self._session is not None:

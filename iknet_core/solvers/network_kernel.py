@@ -98,7 +98,7 @@ def _features(position, rotation, tool_frame, mean, std, out):
 
 
 @numba.njit(cache=True)
-def _take(parameters, offset, rows, columns):
+def take_matrix(parameters, offset, rows, columns):
     """The (rows, columns) matrix stored at offset in the flat parameters, and the next offset."""
     end = offset + rows * columns
     return parameters[offset:end].reshape((rows, columns)), end
@@ -111,9 +111,9 @@ def embed_pose(position, rotation, parameters, layout, out):
     returns the offset in parameters where the trunk's end (trunk_parameters' order).
     layout: tool_frame, n_features, width, n_blocks, ..."""
     tool_frame, n_features, width, n_blocks = layout[0] != 0, layout[1], layout[2], layout[3]
-    normalization, offset = _take(parameters, 0, 2, n_features)
-    stem_w, offset = _take(parameters, offset, width, n_features)
-    stem_b, offset = _take(parameters, offset, 1, width)
+    normalization, offset = take_matrix(parameters, 0, 2, n_features)
+    stem_w, offset = take_matrix(parameters, offset, width, n_features)
+    stem_b, offset = take_matrix(parameters, offset, 1, width)
     features = np.empty(n_features, dtype=np.float32)
     x = np.empty(width, dtype=np.float32)
     h = np.empty(width, dtype=np.float32)
@@ -121,18 +121,18 @@ def embed_pose(position, rotation, parameters, layout, out):
     _features(position, rotation, tool_frame, normalization[0], normalization[1], features)
     linear(stem_w, stem_b[0], features, x)
     for _ in range(n_blocks):
-        norm, offset = _take(parameters, offset, 2, width)
-        fc1_w, offset = _take(parameters, offset, width, width)
-        fc1_b, offset = _take(parameters, offset, 1, width)
-        fc2_w, offset = _take(parameters, offset, width, width)
-        fc2_b, offset = _take(parameters, offset, 1, width)
+        norm, offset = take_matrix(parameters, offset, 2, width)
+        fc1_w, offset = take_matrix(parameters, offset, width, width)
+        fc1_b, offset = take_matrix(parameters, offset, 1, width)
+        fc2_w, offset = take_matrix(parameters, offset, width, width)
+        fc2_b, offset = take_matrix(parameters, offset, 1, width)
         _layer_norm_silu(x, norm[0], norm[1], h)
         linear(fc1_w, fc1_b[0], h, g)
         silu_inplace(g)
         linear(fc2_w, fc2_b[0], g, h)
         for i in range(width):
             x[i] += h[i]
-    final_norm, offset = _take(parameters, offset, 2, width)
+    final_norm, offset = take_matrix(parameters, offset, 2, width)
     _layer_norm_silu(x, final_norm[0], final_norm[1], out)
     return offset
 
@@ -147,8 +147,8 @@ def forward_pose(position, rotation, weights, out):
     h = np.empty(width, dtype=np.float32)
     y = np.empty(n_outputs, dtype=np.float32)
     offset = embed_pose(position, rotation, parameters, layout, h)
-    head_w, offset = _take(parameters, offset, n_outputs, width)
-    head_b, offset = _take(parameters, offset, 1, n_outputs)
+    head_w, offset = take_matrix(parameters, offset, n_outputs, width)
+    head_b, offset = take_matrix(parameters, offset, 1, n_outputs)
     linear(head_w, head_b[0], h, y)
     for k in range(n_hypotheses):
         for j in range(n_joints):
