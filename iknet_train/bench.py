@@ -56,7 +56,7 @@ from iknet_train.cli import (
     add_position_only_argument,
     add_solutions_arguments,
     add_target_arguments,
-    chain_from_args,
+    arm_from_args,
     solutions_subset,
     target_poses,
 )
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         settings = settings.position_only()
     tolerance = settings.tolerance
     names = list(dict.fromkeys(args.solvers))
-    asked = chain_from_args(args)
+    asked = arm_from_args(args)
     # Another arm than the OM-X's network solvers need its --model.
     networks = load_networks(args.model, names, args.device, args.backend, arm=asked)
     chain = asked or OMX_CHAIN

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from iknet_core.kinematics.chain import OMX_CHAIN, Chain
+from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
@@ -101,6 +101,19 @@ def chain_from_args(args: argparse.Namespace) -> Chain | None:
     if from_urdf is not None:
         return from_urdf
     return named_chain(args.chain) if args.chain is not None else None
+
+
+def arm_from_args(args: argparse.Namespace) -> Chain | None:
+    """The arm a run measures: --chain or --urdf/--base/--tip, checked against --model's where
+    both are given, else --model's (a model carries its chain, so --model alone names the arm,
+    whatever solvers run: one that needs no network must not fall back to the OM-X); None
+    where nothing names one."""
+    asked = chain_from_args(args)
+    if args.model is None:
+        return asked
+    from iknet_core.checkpoint import load_checkpoint  # torch loads only where a model is read
+
+    return model_chain_for(asked, load_checkpoint(args.model).chain, args.model)
 
 
 def urdf_chain_from_args(args: argparse.Namespace) -> Chain | None:

@@ -37,7 +37,7 @@ from iknet_train.cli import (
     add_position_only_argument,
     add_solutions_arguments,
     add_target_arguments,
-    chain_from_args,
+    arm_from_args,
     solutions_subset,
     target_poses,
 )
@@ -161,8 +161,8 @@ def loaded_model(network: NetworkProposer | None) -> dict:
 def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
     """What --solver measures, built as ik_server builds it (`build_solver`), and its report
     header: its figures are what the server answers."""
-    network = load_networks(args.model, [args.solver], args.device).get(args.solver)
-    asked = chain_from_args(args)
+    asked = arm_from_args(args)
+    network = load_networks(args.model, [args.solver], args.device, arm=asked).get(args.solver)
     if network is not None:
         chain = model_chain_for(asked, network.chain, network.model_path)
     else:

@@ -102,6 +102,31 @@ def test_data_without_a_value_tests_the_omx_on_poses_across_its_limits(
     assert report['data']['recordings'] == [] and report['data']['sampled_poses'] == 40
 
 
+def test_a_model_names_the_arm_whatever_the_solver(tmp_path: Path, capsys) -> None:
+    """--model alone says the arm, for iknet-test and iknet-bench alike: a solver that needs no
+    network measures the model's arm, not the OM-X, and another arm named beside it is refused."""
+    from iknet_core.checkpoint import save_checkpoint
+    from iknet_core.kinematics.robots import named_chain
+    from iknet_core.networks import build_model
+    from iknet_train.bench import main as bench_main
+
+    chain = named_chain('ur5')
+    model = build_model('iknet', {'n_joints': 6, 'width': 8, 'n_blocks': 1})
+    path = save_checkpoint(tmp_path / 'ur5.pt', model, 'iknet', chain, {})
+    report = tmp_path / 'ur5.json'
+    argv = ['--model', str(path), '--solver', 'refine-from-zero', '--data', '--samples', '20',
+            '--json', str(report), '--plots', '', '--timing-queries', '5']  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads(report.read_text())['chain'] == 'ur5'
+    assert main([*argv, '--chain', 'panda']) == 1
+    assert "ur5.pt was trained for chain 'ur5'" in capsys.readouterr().err
+    out = tmp_path / 'bench'
+    argv = ['--model', str(path), '--solvers', 'refine-from-zero', '--data', '--samples', '20',
+            '--single-queries', '5', '--out', str(out)]  # fmt: skip
+    assert bench_main(argv) == 0
+    assert json.loads((out / 'bench.json').read_text())['chain'] == 'ur5'
+
+
 def test_solver_flag_measures_the_server_backends(files, tmp_path: Path, capsys) -> None:
     model, recording = files
     reports = {}
