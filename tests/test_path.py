@@ -1036,6 +1036,17 @@ def test_bad_paths_are_refused_with_the_reason(targets, start, message):
         follow_path(OMX_CHAIN, targets, start)
 
 
+def test_a_start_a_whole_turn_past_the_reach_is_the_same_arm():
+    # joint1 of the OM-X turns a whole turn (reach -pi to 3.3 rad): a state a turn off, as a
+    # continuous joint reports past +-pi, starts the path from the same arm, not a refusal.
+    curve = np.array([-2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.05, 6)[:, None] * [1, 0, 0, 0]
+    for turns in (1, -1):
+        start = curve[0] + [turns * 2 * math.pi, 0.0, 0.0, 0.0]
+        result = follow_path(OMX_CHAIN, pose_from_joints(OMX_CHAIN, curve), start)
+        assert result.success, result.reason
+        np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+
+
 def test_a_non_positive_step_bound_is_refused():
     with pytest.raises(ValueError, match='max_step must be > 0'):
         follow_path(OMX_CHAIN, np.array([[0.2, 0, 0.1]]), np.zeros(4), max_step=0.0)

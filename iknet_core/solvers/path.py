@@ -45,7 +45,7 @@ from iknet_core.solvers.path_smoothing import (
     smooth_path,
     step_stands_out,
 )
-from iknet_core.solvers.policy import joint_bounds
+from iknet_core.solvers.policy import TURN, full_turn_joints, joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
@@ -721,7 +721,9 @@ def _check_targets(
 
 def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     """Start joints inside the joints' reach, clamped into the software limits (a real arm may
-    rest a tick past a limit, and the path must keep to them)."""
+    rest a tick past a limit, and the path must keep to them). A joint that turns whole turns
+    is taken whole turns back into its reach: the same arm (a continuous joint's state is often
+    a little past +-pi)."""
     start = np.asarray(start, dtype=np.float64)
     if start.shape != (chain.n_joints,) or not np.isfinite(start).all():
         raise ValueError(
@@ -729,6 +731,8 @@ def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
             f'got {start}'
         )
     low, high = joint_bounds(chain, 'reach')
+    beyond = full_turn_joints(chain) & ((start < low - 1e-9) | (start > high + 1e-9))
+    start = np.where(beyond, start - np.floor((start - low) / TURN) * TURN, start)
     outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
     if len(outside):
         i = outside[0]
