@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 def describe(chain: Chain) -> str:
     """The chain as a table: joints, axes, software limits and reach in degrees (a prismatic
     joint's in mm)."""
-    lines = [f'{chain.name}: {chain.n_joints} joints from {chain.base_frame} to {chain.tip_frame}']
+    joints = f'{chain.n_joints} joint{"s" if chain.n_joints != 1 else ""}'
+    lines = [f'{chain.name}: {joints} from {chain.base_frame} to {chain.tip_frame}']
     for joint in chain.joints:
         scale, unit = (1e3, 'mm ') if joint.prismatic else (math.degrees(1.0), 'deg')
         limits = ' .. '.join(f'{scale * v:7.1f}' for v in joint.limits)

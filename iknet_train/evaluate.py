@@ -162,7 +162,7 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
     """What --solver measures, built as ik_server builds it (`build_solver`), and its report
     header: its figures are what the server answers."""
     asked = arm_from_args(args)
-    network = load_networks(args.model, [args.solver], args.device, arm=asked).get(args.solver)
+    network = load_networks(args.model, [args.solver], args.device).get(args.solver)
     if network is not None:
         chain = model_chain_for(asked, network.chain, network.model_path)
     else:

@@ -276,7 +276,7 @@ def format_markdown(report: dict) -> str:
         'bound for the path; step ratio: the largest joint step of a followed path over its '
         f"generating curve's; within {STEP_RATIO_TARGET:g}x: followed with a step ratio of at "
         f'most {STEP_RATIO_TARGET:g}. '
-        f'One thread; load {report["machine"]["load_average_1min"]} at the end.',
+        f'One thread; load {report["machine"]["load_average_1min"]:.2f} at the end.',
         '',
         '| arm | solver | paths | waypoints reached | paths followed | stopped | jumps | '
         f'step ratio median | max | within {STEP_RATIO_TARGET:g}x | waypoints/s |',

@@ -155,8 +155,8 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     model = checkpoint.model
     if not isinstance(model, MixtureIKNet):
         raise ValueError(
-            f'{args.model} is a {checkpoint.model_type} model; sampling needs a mixture model '
-            '(iknet-train --model mixture)'
+            f'{args.model} is a model of type {checkpoint.model_type!r}; sampling needs a mixture '
+            'model (iknet-train --model mixture)'
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
     # sample()'s knobs: the model's own unless a flag sets one.

@@ -30,3 +30,19 @@ def test_bad_descriptions_are_refused():
         Joint('j', (0, 0, 0), (0.0, 0.0, 2.0), (-1, 1), (-1, 1))
     with pytest.raises(ValueError, match='unknown chain'):
         chain_preset('ur5')
+
+
+def test_a_model_for_the_same_joints_with_another_geometry_says_what_differs():
+    from dataclasses import replace
+
+    from iknet_core.kinematics.chain import model_chain_for
+
+    joints = list(OMX_CHAIN.joints)
+    joints[2] = replace(joints[2], origin_xyz=(0.13, 0.0, 0.0))
+    longer = replace(OMX_CHAIN, joints=tuple(joints))
+    differs = r"joint3's origin_xyz is \(0.13, 0.0, 0.0\), the model's \(0.024"
+    with pytest.raises(ValueError, match=differs):
+        model_chain_for(longer, OMX_CHAIN, 'omx.pt')
+    with pytest.raises(ValueError, match=r"the chain's tip_xyz is \(0.2, 0.0, 0.0\)"):
+        model_chain_for(replace(OMX_CHAIN, tip_xyz=(0.2, 0.0, 0.0)), OMX_CHAIN, 'omx.pt')
+    assert model_chain_for(None, OMX_CHAIN, 'omx.pt') is OMX_CHAIN

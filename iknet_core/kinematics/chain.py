@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 Vec3 = tuple[float, float, float]
@@ -164,9 +164,24 @@ def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> C
     if asked is not None and asked != model_chain:
         raise ValueError(
             f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
-            f'not {asked.name!r} ({asked.joint_names})'
+            f'not {asked.name!r} ({asked.joint_names}){chain_difference(model_chain, asked)}'
         )
     return model_chain if asked is None else asked
+
+
+def chain_difference(trained: Chain, asked: Chain) -> str:
+    """': <the first field that differs>' between two chains with the same joints by name (an
+    arm whose URDF changed a length or a limit), else '': the names alone would read the same."""
+    if (trained.name, trained.joint_names) != (asked.name, asked.joint_names):
+        return ''
+    pairs = [(f"{a.name}'s", a, b) for a, b in zip(trained.joints, asked.joints, strict=True)]
+    for where, a, b in [("the chain's", trained, asked), *pairs]:
+        for item in fields(a):
+            if item.compare and item.name != 'joints':
+                mine, theirs = getattr(a, item.name), getattr(b, item.name)
+                if mine != theirs:
+                    return f": {where} {item.name} is {theirs}, the model's {mine}"
+    return ''
 
 
 def chain_preset(name: str) -> Chain:
