@@ -312,11 +312,10 @@ def check_fine_tune(
     args: argparse.Namespace, base: Checkpoint, chain: Chain, model_config: dict
 ) -> None:
     """A fine-tune keeps the base's architecture: refuse flags that would change it
-    (model_config: --model-config's overrides)."""
+    (model_config: --model-config's overrides). With --resume it carries on a stopped
+    fine-tune: the base gives the architecture and defaults, the snapshot the state."""
     if model_config:
         raise ValueError('--model-config cannot change the architecture of an --init-from model')
-    if args.resume is not None:
-        raise ValueError('--resume carries on a run; --init-from starts a new one: give one')
     if len(base.joint_names) != chain.n_joints:
         raise ValueError(
             f'{args.init_from} has {len(base.joint_names)} joints ({base.chain.name}); '

@@ -7,7 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pytorch_pfn_extras as ppe
+import torch
 
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
@@ -58,6 +60,28 @@ def test_a_fine_tune_refuses_what_would_change_the_architecture(tmp_path: Path, 
     urdf.write_text(chain_to_urdf(three))
     assert train_main([*common, '--urdf', str(urdf), '--base', 'world', '--tip', 'link4']) == 1
     assert 'a fine-tune needs the same joint count' in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings('ignore:val/loss is not in observation')
+def test_a_stopped_fine_tune_resumes_with_the_flags_it_was_started_with(tmp_path: Path) -> None:
+    model = build_model('iknet', {'width': 16, 'n_blocks': 1})
+    base = save_checkpoint(tmp_path / 'base.pt', model, 'iknet', OMX_CHAIN)
+
+    def fine_tune(out: str, epochs: str, *extra: str) -> Path:
+        argv = ['--init-from', str(base), '--data', '--synthetic', '400', '--schedule', 'constant',
+                '--epochs', epochs, '--no-progress', '--save-model', str(tmp_path / f'{out}.pt'),
+                '--out', str(tmp_path / out), *extra]  # fmt: skip
+        assert train_main(argv) == 0
+        return tmp_path / f'{out}.pt'
+
+    straight = load_checkpoint(fine_tune('straight', '3'))
+    fine_tune('stopped', '2')
+    resumed = load_checkpoint(
+        fine_tune('resumed', '3', '--resume', str(tmp_path / 'stopped' / 'snapshot'))
+    )
+    assert resumed.training['epochs_run'] == 3 and resumed.training['init_from'] == str(base)
+    for name, weight in straight.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], weight)
 
 
 def test_a_fine_tune_refuses_data_beyond_the_base_models_arcs(tmp_path: Path, capsys) -> None:
