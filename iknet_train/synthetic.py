@@ -80,6 +80,15 @@ def parse_ranges(text: str, chain: Chain, whole_reach: bool = False) -> np.ndarr
                 f'bad range {item!r}: expected NAME=LOW:HIGH with NAME in {chain.joint_names}, '
                 "after an optional 'reach' or 'limits' first"
             ) from None
+        joint = chain.joints[index]
+        reach_low, reach_high = joint.reach
+        if not low < high:
+            raise ValueError(f'bad range {item!r}: LOW must be below HIGH')
+        if low < reach_low - 1e-9 or high > reach_high + 1e-9:
+            raise ValueError(
+                f'bad range {item!r}: {name} reaches [{reach_low:g}, {reach_high:g}] '
+                f'{joint.unit}; samples beyond it are poses the arm cannot take'
+            )
         ranges[index] = (low, high)
     return ranges
 

@@ -49,8 +49,12 @@ def test_parse_ranges_overrides_named_joints_only() -> None:
     assert ranges[0].tolist() == list(OMX_HAND_GUIDED_RANGES[0])
     with pytest.raises(ValueError, match='expected NAME=LOW:HIGH'):
         parse_ranges('elbow=0:1', OMX_CHAIN)
+    with pytest.raises(ValueError, match="bad range 'joint1=1:0': LOW must be below HIGH"):
+        parse_ranges('joint1=1:0', OMX_CHAIN)
+    with pytest.raises(ValueError, match=r'joint2 reaches \[-1.5, 1.5\] rad; samples beyond'):
+        parse_ranges('joint2=0:5', OMX_CHAIN)
     with pytest.raises(ValueError, match='increasing pairs'):
-        synthetic_samples(OMX_CHAIN, 3, ranges=parse_ranges('joint1=1:0', OMX_CHAIN))
+        synthetic_samples(OMX_CHAIN, 3, ranges=np.array([[1.0, 0.0]] * 4))
 
 
 def test_parse_ranges_starts_from_the_reach_or_the_limits_when_told() -> None:
