@@ -418,7 +418,7 @@ def _chain_joints(path: Path, table: pd.DataFrame, chain: Chain) -> np.ndarray:
             problem = 'is missing from' if count[row] == 0 else 'appears twice in'
             raise ValueError(
                 f'{path}: line {table.index[row]}: joint {joint_name!r} {problem} the '
-                f'name columns {list(names[row])}'
+                f'name columns {names[row].tolist()}'
             )
         entry = matches.argmax(1)
         for column_index in np.unique(entry):

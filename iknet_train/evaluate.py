@@ -121,6 +121,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     report = {
         **about,
         'chain': chain.name,
+        'joint_names': list(chain.joint_names),
         'data': source,
         **accuracy_report(chain, predicted, poses, joints),
         'reference_loss': reference_loss(predicted, joints, args.batch_size),
@@ -194,19 +195,27 @@ def format_table(report: dict) -> str:
         if report['model']
         else ''
     )
+    rows = [
+        (label, report[key], 3)
+        for label, key in (
+            ('position error (mm)', 'position_error_mm'),
+            ('orientation error (deg)', 'orientation_error_deg'),
+        )
+    ]
+    # Each joint in the chain's order (the JSON keeps turns in rad and slides in m apart).
+    joints = {
+        name: (f'{name} error ({unit})', values)
+        for key, unit in (('joint_error_rad', 'rad'), ('joint_error_m', 'm'))
+        for name, values in report.get(key, {}).items()
+    }
+    rows += [(*joints[name], 4) for name in report.get('joint_names', joints) if name in joints]
+    width = max(24, *(len(label) + 2 for label, _, _ in rows))
     lines = [
         f'solver {report["solver"]}{model} on {report["n_samples"]} samples',
-        f'{"":24}' + ''.join(f'{k:>10}' for k in keys),
+        f'{"":{width}}' + ''.join(f'{k:>10}' for k in keys),
     ]
-    for label, key in (
-        ('position error (mm)', 'position_error_mm'),
-        ('orientation error (deg)', 'orientation_error_deg'),
-    ):
-        lines.append(f'{label:24}' + ''.join(f'{report[key][k]:10.3f}' for k in keys))
-    for key, unit in (('joint_error_rad', 'rad'), ('joint_error_m', 'm')):
-        for name, values in report.get(key, {}).items():
-            label = f'{name} error ({unit})'
-            lines.append(f'{label:24}' + ''.join(f'{values[k]:10.4f}' for k in keys))
+    for label, values, digits in rows:
+        lines.append(f'{label:{width}}' + ''.join(f'{values[k]:10.{digits}f}' for k in keys))
     within = ', '.join(f'{100 * v:.1f} % within {k} mm' for k, v in report['within_mm'].items())
     lines += [
         within,

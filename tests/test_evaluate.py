@@ -41,6 +41,24 @@ def test_writes_json_with_the_agreed_keys_and_plots(files, tmp_path: Path, capsy
     assert 'position error (mm)' in table and 'within 5 mm' in table
 
 
+def test_the_table_lists_joints_in_the_chains_order_and_fits_long_names() -> None:
+    from iknet_train.evaluate import format_table
+
+    figures = dict.fromkeys(SUMMARY_KEYS, 0.5)
+    report = {
+        'solver': 'network', 'model': None, 'n_samples': 3, 'position_error_mm': figures,
+        'orientation_error_deg': figures, 'joint_names': ['yaw', 'lift', 'a_very_long_joint_name'],
+        'joint_error_rad': {'yaw': figures, 'a_very_long_joint_name': figures},
+        'joint_error_m': {'lift': figures}, 'within_mm': {'1': 1.0},
+        'time_per_query_us': 1.0, 'queries_per_s': 1.0, 'reference_loss': 0.1,
+    }  # fmt: skip
+    lines = format_table(report).splitlines()
+    labels = [line.split(' error')[0] for line in lines if ' error (' in line]
+    assert labels == ['position', 'orientation', 'yaw', 'lift', 'a_very_long_joint_name']
+    columns = {line.index('0.5') for line in lines if ' error (' in line}
+    assert len(columns) <= 2  # 0.500 and 0.5000 right-aligned: one column start per precision
+
+
 def test_takes_the_reference_csv_flags(files, tmp_path: Path) -> None:
     model, recording = files
     argv = [

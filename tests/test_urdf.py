@@ -169,6 +169,10 @@ BAD_DESCRIPTIONS = {
     'malformed XML': ('<robot name="x"><link name="a"></robot>', 'a', 'a', 'not well-formed XML'),
     'not a robot': ('<robot name="x"><joint name="j" type="revolute"/></robot>', 'a', 'b',
                     'is not a valid URDF'),
+    'another XML file': ('<launch><node pkg="x"/></launch>', 'a', 'b',
+                         'is not a URDF: its root element is <launch>, not <robot>'),
+    'an unnamed link': ('<robot name="x"><link/></robot>', 'a', 'b',
+                        "an element lacks its required 'name' attribute"),
     'no tip link': (chain_to_urdf(OMX_CHAIN), 'world', '', "got 'world' and ''"),
     'no such file': ('/nonexistent/arm.urdf', 'a', 'b', '/nonexistent/arm.urdf does not exist'),
 }  # fmt: skip

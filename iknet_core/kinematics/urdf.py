@@ -170,6 +170,9 @@ def _parse(xml: str, label: str):
         etree.fromstring(xml.encode())
     except etree.XMLSyntaxError as error:
         raise UrdfError(f'{label} is not well-formed XML: {_one_line(error)}') from None
+    root = etree.fromstring(xml.encode()).tag
+    if root != 'robot':
+        raise UrdfError(f'{label} is not a URDF: its root element is <{root}>, not <robot>')
     try:
         urdf = yourdfpy.URDF.load(
             io.BytesIO(xml.encode()),
@@ -179,7 +182,13 @@ def _parse(xml: str, label: str):
             load_collision_meshes=False,
         )
     except Exception as error:  # lxml's XMLSyntaxError and yourdfpy's URDFError family
-        raise UrdfError(f'{label} is not a valid URDF: {_one_line(error)}') from None
+        # yourdfpy reads a required attribute with [], so a missing one is a bare KeyError.
+        reason = (
+            f'an element lacks its required {error.args[0]!r} attribute'
+            if isinstance(error, KeyError)
+            else _one_line(error)
+        )
+        raise UrdfError(f'{label} is not a valid URDF: {reason}') from None
     return urdf.robot
 
 
