@@ -107,28 +107,39 @@ def accuracy_report(
     return report
 
 
-def distinct_solutions(joints: np.ndarray) -> np.ndarray:
+def distinct_solutions(joints: np.ndarray, full_turn: np.ndarray | None = None) -> np.ndarray:
     """joints (k, n) without repeats: a row within SAME_SOLUTION_RAD of an earlier kept one is
-    that one. Not the branch policy's de-duplication: it also adds every whole-turn twin
-    (3**6 per row on a UR5), which the samples already are or are not."""
+    that one, and so, where full_turn (n,) marks the joints that turn whole turns, is a row a
+    whole turn from one (the same arm). Not the branch policy's de-duplication: it also adds
+    every whole-turn twin (3**6 per row on a UR5), which the samples already are or are not."""
+    wraps = np.zeros(joints.shape[-1], bool) if full_turn is None else np.asarray(full_turn)
     kept: list[np.ndarray] = []
     for row in joints:  # against the kept rows only: (kept, n) per row, not (k, k, n)
-        if not kept or not (np.abs(np.array(kept) - row) < SAME_SOLUTION_RAD).all(1).any():
-            kept.append(row)
+        if kept:
+            difference = np.array(kept) - row
+            difference[:, wraps] = wrapped_difference(difference[:, wraps], 0.0)
+            if (np.abs(difference) < SAME_SOLUTION_RAD).all(1).any():
+                continue
+        kept.append(row)
     return np.array(kept).reshape(-1, joints.shape[-1])
 
 
 def solution_diversity(
-    solve: Callable[..., object], positions: np.ndarray, rotations: np.ndarray, asked: int
+    solve: Callable[..., object],
+    positions: np.ndarray,
+    rotations: np.ndarray,
+    asked: int,
+    full_turn: np.ndarray | None = None,
 ) -> dict:
     """How many distinct exact solutions a solver gives per pose when asked for `asked`:
     solve(position (3,), rotation (3, 3), max_solutions=asked) -> Solutions, for each target of
-    positions (B, 3), rotations (B, 3, 3). Exact: within the solver's tolerance and the reach."""
+    positions (B, 3), rotations (B, 3, 3). Exact: within the solver's tolerance and the reach.
+    Distinct: distinct_solutions, whole-turn twins of the full_turn joints counted once."""
     if asked < 1 or len(positions) == 0:
         raise ValueError(f'need at least one pose and one solution, got {len(positions)}, {asked}')
     counts = np.array(
         [
-            len(distinct_solutions(found.joints[found.meets_tolerance]))
+            len(distinct_solutions(found.joints[found.meets_tolerance], full_turn))
             for found in (
                 solve(position, rotation, max_solutions=asked)
                 for position, rotation in zip(positions, rotations, strict=True)

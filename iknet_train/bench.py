@@ -46,7 +46,7 @@ from iknet_core.solvers.factory import (
 )
 from iknet_core.solvers.network import BACKENDS, NetworkProposer, load_networks
 from iknet_core.solvers.parallel import available_cores
-from iknet_core.solvers.policy import BranchPolicy
+from iknet_core.solvers.policy import BranchPolicy, full_turn_joints
 from iknet_core.solvers.result import DEFAULT_TOLERANCE, Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.cli import (
@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
         result, errors[name] = measure(contender, chain, policy, tolerance, poses, reachable, args)
         if args.solutions and name in SOLVER_NAMES:  # the peers give one solution
             result['diversity'] = solution_diversity(
-                contender.solve_one, *diverse_targets, args.solutions
+                contender.solve_one, *diverse_targets, args.solutions, full_turn_joints(chain)
             )
         report['solvers'][name] = result
     return report, errors

@@ -29,6 +29,7 @@ from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
+from iknet_core.solvers.policy import full_turn_joints
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_train.cli import (
     HelpFormatter,
@@ -130,7 +131,11 @@ def evaluate(args: argparse.Namespace) -> dict:
     }
     if args.solutions:
         report['diversity'] = solution_diversity(
-            solver.solve, positions[diverse], rotations[diverse], args.solutions
+            solver.solve,
+            positions[diverse],
+            rotations[diverse],
+            args.solutions,
+            full_turn_joints(chain),
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')

@@ -50,7 +50,7 @@ from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network import NetworkProposer
-from iknet_core.solvers.policy import BranchPolicy, joint_bounds
+from iknet_core.solvers.policy import BranchPolicy, full_turn_joints, joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Solutions, Tolerance
 from iknet_core.solvers.settings import SolverSettings
@@ -187,9 +187,10 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     exact = exact.reshape(len(poses), count)
     joints = joints.reshape(len(poses), count, chain.n_joints)
     many = continuum(chain, settings)  # no count of solutions, and de-duplicating is slow
+    wraps = full_turn_joints(chain)  # a whole-turn twin is the same arm
     distinct = np.array(
         [
-            exact[b].sum() if many else len(distinct_solutions(joints[b][exact[b]]))
+            exact[b].sum() if many else len(distinct_solutions(joints[b][exact[b]], wraps))
             for b in range(len(poses))
         ]
     )
@@ -225,7 +226,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
 
     def figure(path: Path) -> None:
         found = joints[fan_pose][exact[fan_pose]]
-        solutions = found[:64] if many else distinct_solutions(found)
+        solutions = found[:64] if many else distinct_solutions(found, wraps)
         plot_fan(path, chain, poses[fan_pose], raw[fan_pose], solutions)
 
     return report, figure
@@ -478,7 +479,9 @@ def solver_figures(
         return solutions
 
     rotations = matrix_from_quaternion(poses[:, 3:])
-    diversity = solution_diversity(solve_timed, poses[:, :3], rotations, count)
+    diversity = solution_diversity(
+        solve_timed, poses[:, :3], rotations, count, full_turn_joints(chain)
+    )
     return {
         **diversity,
         'returned_exact': summary(np.array(returned)),

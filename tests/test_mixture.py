@@ -381,6 +381,11 @@ def test_many_solutions_asked_of_a_sampler_on_an_arm_with_joints_to_spare_are_dr
 def test_distinct_solutions_and_mmd():
     joints = np.array([[0.0, 1.0], [0.0, 1.0 + 1e-4], [0.0, -1.0]])
     assert len(distinct_solutions(joints)) == 2
+    # A whole turn of a joint that turns whole turns is the same arm; of another, not.
+    twins = np.array([[0.0, 1.0], [0.0, 1.0 - 2 * math.pi], [2 * math.pi, 1.0]])
+    assert len(distinct_solutions(twins)) == 3
+    assert len(distinct_solutions(twins, np.array([False, True]))) == 2
+    assert len(distinct_solutions(twins, np.array([True, True]))) == 1
     rng = np.random.default_rng(0)
     same = rng.normal(0.0, 0.3, (200, 2))
     assert abs(mmd_squared(same[:100], same[100:])) < 0.02
