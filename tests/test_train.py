@@ -81,6 +81,30 @@ def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
         assert np.allclose(half_ranges[~limited], math.pi)
 
 
+def test_recorded_turns_of_a_whole_turn_joint_are_taken_back_into_its_reach(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # joint1 of the OM-X turns whole turns (reach -pi to 3.3 rad); a recording that counts its
+    # turns goes on past 3.3. The model learns the same arm inside the reach: a mixture
+    # model's joint1 range stays the reach instead of widening to the recorded turns.
+    rng = np.random.default_rng(1)
+    joints = rng.uniform(-0.5, 0.5, (600, 4))
+    joints[:, 0] = np.linspace(2.9, 4.2, 600)
+    write_recording(tmp_path / 'turning', 10**18 + 10_000_000 * np.arange(600), joints, OMX_CHAIN)
+    argv = ['--model', 'mixture', '--data', str(tmp_path / 'turning'), '--synthetic', '0',
+            '--epochs', '1', '--val-block-s', '0.5', '--no-progress', '--model-config',
+            '{"width": 16, "head_width": 16, "n_blocks": 1}', '--save-model',
+            str(tmp_path / 'm.pt'), '--out', str(tmp_path / 'run')]  # fmt: skip
+    with caplog.at_level(logging.INFO, logger='iknet_train.train'):
+        assert main(argv) == 0
+    assert 'whole turns back into the reach' in caplog.text
+    config = load_checkpoint(tmp_path / 'm.pt').model.config
+    low, high = joint_bounds(OMX_CHAIN, 'reach')
+    top = config.joint_centers[0] + config.joint_half_ranges[0]
+    bottom = config.joint_centers[0] - config.joint_half_ranges[0]
+    assert top == pytest.approx(high[0]) and bottom == pytest.approx(low[0])
+
+
 # A resumed run starts on an epoch boundary, before any validation has reported.
 @pytest.mark.filterwarnings('ignore:val/loss is not in observation')
 def test_resume_continues_where_the_snapshot_left_off(recording: Path, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ from iknet_core.solvers.path_smoothing import (
     smooth_path,
     step_stands_out,
 )
-from iknet_core.solvers.policy import TURN, full_turn_joints, joint_bounds
+from iknet_core.solvers.policy import into_reach, joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
@@ -730,9 +730,8 @@ def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
             f'start joints must be {chain.n_joints} finite values ({chain.joint_names}), '
             f'got {start}'
         )
+    start = into_reach(chain, start)
     low, high = joint_bounds(chain, 'reach')
-    beyond = full_turn_joints(chain) & ((start < low - 1e-9) | (start > high + 1e-9))
-    start = np.where(beyond, start - np.floor((start - low) / TURN) * TURN, start)
     outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
     if len(outside):
         i = outside[0]

@@ -47,6 +47,16 @@ def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
     return (high - low >= TURN - _SLACK) & revolute
 
 
+def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
+    """joints (..., n) rad with each joint that turns whole turns and is past its reach taken
+    whole turns back into it: the same arm (a continuous joint's state is often a little past
+    +-pi, and an unwrapped one many turns). The other joints as they are."""
+    joints = np.asarray(joints, dtype=np.float64)
+    low, high = joint_bounds(chain, 'reach')
+    beyond = full_turn_joints(chain) & ((joints < low - 1e-9) | (joints > high + 1e-9))
+    return np.where(beyond, joints - np.floor((joints - low) / TURN) * TURN, joints)
+
+
 class BranchPolicy:
     """The policy for one chain and its settings, bounds precomputed."""
 
