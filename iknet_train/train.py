@@ -38,7 +38,7 @@ from iknet_core.networks import (
     model_class_of,
 )
 from iknet_core.resources import TRAIN_DATA
-from iknet_core.solvers.policy import into_reach, joint_bounds
+from iknet_core.solvers.policy import joint_bounds
 from iknet_train.cli import (
     HelpFormatter,
     add_chain_arguments,
@@ -367,15 +367,7 @@ def split_data(
     """(poses, joints) for training and validation, and counts for the checkpoint."""
     if recordings:
         poses = np.concatenate([r.poses for r in recordings])
-        recorded = np.concatenate([r.joints for r in recordings])
-        # A model learns the arm, not how many turns a continuous joint has made.
-        joints = into_reach(chain, recorded)
-        if (moved := int((joints != recorded).any(1).sum())) > 0:
-            logger.info(
-                'took %d recorded rows whole turns back into the reach of the joints that '
-                'turn whole turns (the same arm)',
-                moved,
-            )
+        joints = np.concatenate([r.joints for r in recordings])
         train, val = time_block_split(
             recordings, args.train_val_ratio, args.val_block_s, args.seed
         )
