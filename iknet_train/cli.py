@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import glob
 import logging
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -176,26 +175,9 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
     elif args.data:
         pairs += find_recordings([entry for entry in entries if entry not in bags])
     tolerance_s = args.tolerance_ms * 1e-3
-    recordings = load_recordings(pairs, chain, tolerance_s) + [
+    return load_recordings(pairs, chain, tolerance_s) + [
         load_bag(bag, chain, tolerance_s) for bag in bags
     ]
-    return [joints_into_reach(recording, chain) for recording in recordings]
-
-
-def joints_into_reach(recording: Recording, chain: Chain) -> Recording:
-    """The recording with each joint that turns whole turns taken whole turns back into its
-    reach (policy.into_reach): models and figures are about the arm, not how many turns a
-    continuous joint has counted."""
-    from iknet_core.solvers.policy import into_reach  # numba loads only where recordings do
-
-    joints = into_reach(chain, recording.joints)
-    if (moved := int((joints != recording.joints).any(1).sum())) > 0:
-        logger.info(
-            '%s: took %d rows whole turns back into the reach of the joints that turn whole '
-            'turns (the same arm)',
-            recording.source, moved,
-        )  # fmt: skip
-    return replace(recording, joints=joints)
 
 
 def expand_globs(entries: list[str]) -> list[str]:

@@ -42,6 +42,7 @@ from iknet_core.csv_schema import (
     joint_count_from_columns,
 )
 from iknet_core.kinematics.chain import Chain
+from iknet_core.solvers.policy import into_reach
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,9 @@ def load_recording(
     poses = _numeric(pose_csv, pose_table, list(POSE_COLUMNS))
     _check_quaternions(pose_csv, poses[:, 3:], pose_table.index)
     joint_stamps = _stamps(joint_csv, joint_table)
-    joints = _chain_joints(joint_csv, joint_table, chain)
+    recorded = _chain_joints(joint_csv, joint_table, chain)
+    # Models and figures are about the arm, not how many turns a continuous joint has counted.
+    joints = into_reach(chain, recorded)
 
     pose_rows, joint_rows = _pair_by_stamp(
         pose_csv, pose_stamps, joint_csv, joint_stamps, tolerance_s
@@ -151,6 +154,12 @@ def load_recording(
         len(joint_stamps),
         tolerance_s * 1e3,
     )
+    if (moved := int((joints != recorded).any(1).sum())) > 0:
+        logger.info(
+            '%s: took %d joint states whole turns back into the reach of the joints that turn '
+            'whole turns (policy.into_reach: the same arm)',
+            recording.source, moved,
+        )  # fmt: skip
     return recording
 
 

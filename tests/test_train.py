@@ -95,9 +95,9 @@ def test_recorded_turns_of_a_whole_turn_joint_are_taken_back_into_its_reach(
             '--epochs', '1', '--val-block-s', '0.5', '--no-progress', '--model-config',
             '{"width": 16, "head_width": 16, "n_blocks": 1}', '--save-model',
             str(tmp_path / 'm.pt'), '--out', str(tmp_path / 'run')]  # fmt: skip
-    with caplog.at_level(logging.INFO, logger='iknet_train.cli'):
+    with caplog.at_level(logging.INFO, logger='iknet_train.data'):
         assert main(argv) == 0
-    assert 'took 415 rows whole turns back into the reach' in caplog.text
+    assert 'took 415 joint states whole turns back into the reach' in caplog.text
     config = load_checkpoint(tmp_path / 'm.pt').model.config
     low, high = joint_bounds(OMX_CHAIN, 'reach')
     top = config.joint_centers[0] + config.joint_half_ranges[0]
