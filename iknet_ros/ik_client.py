@@ -277,6 +277,11 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
         request.seed = present
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
+    if answer is not None and not answer.success and present is not None:
+        # The message may have been another publisher's on /joint_states (a gripper's, with
+        # none of the arm's joints): asked again without a seed.
+        request.seed = type(present)()
+        answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     if answer is None or not answer.success:
         reason = answer.message if answer else 'no answer'
         print(f"FAILED: the {path_name(args)}'s first waypoint: {reason}")
@@ -413,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        if rclpy.ok():
+            raise
+        return 130  # a signal (SIGTERM, or SIGINT where Python ignores it) shut rclpy down
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

@@ -18,6 +18,7 @@ from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -199,6 +200,12 @@ class IKServer(Node):
         """The first robot description that gives a chain prepares the solvers."""
         if self.solvers:
             return
+        if not message.data.strip():
+            self.get_logger().error(
+                f'an empty robot description on {self.config.robot_description_topic}: still '
+                'waiting for one'
+            )
+            return
         try:
             self.prepare(message.data)
         except ValueError as error:
@@ -348,11 +355,9 @@ class IKServer(Node):
             )
             path_time = check_path_time(request.path_time)
             current = dict(self._latest_joints)
-            seed = (
-                check_seed(list(current), list(current.values()), self.chain.joint_names)
-                if current
-                else None
-            )
+            seed = None  # without the arm's every joint yet, solved without a seed
+            if set(self.chain.joint_names) <= set(current):
+                seed = check_seed(list(current), list(current.values()), self.chain.joint_names)
         except RequestError as error:
             self.get_logger().warning(f'goal_task_space_path refused: {error}')
             return response
@@ -377,8 +382,14 @@ class IKServer(Node):
         return f'not ready: no robot description on {self.config.robot_description_topic} yet'
 
     def on_joint_states(self, message: JointState) -> None:
+        """Each joint's latest state, merged by name: several publishers may share the topic
+        (a gripper's driver beside the arm's), each with some of the joints."""
         if len(message.name) == len(message.position):
-            self._latest_joints = dict(zip(message.name, message.position, strict=True))
+            # A new dict, not an update in place: requests copy it from other threads.
+            self._latest_joints = {
+                **self._latest_joints,
+                **dict(zip(message.name, message.position, strict=True)),
+            }
 
 
 def describe(solutions: Solutions) -> str:
@@ -401,7 +412,7 @@ def main(args: list[str] | None = None) -> int:
     # coroutines instead.
     try:
         run_node(IKServer, args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, ParameterException) as error:
         rclpy.logging.get_logger('ik_server').fatal(str(error))
         return 1
     return 0

@@ -118,7 +118,8 @@ def solve_path(
     response.orientation_errors = result.orientation_errors.tolist()
     timing = 'at the limits' if times is None else "on the path's times"
     response.message = (
-        f'{len(targets)} waypoints reached, {stamps[-1]:.3g} s {timing}'
+        f'{len(targets)} waypoint{"s" if len(targets) != 1 else ""} reached, '
+        f'{stamps[-1]:.3g} s {timing}'
         if result.success
         else result.reason
     )
@@ -172,7 +173,10 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
     planners stamp them); RequestError unless they increase from the header's."""
     start = request.timed_path.header.stamp
     stamps = [pose.header.stamp for pose in request.timed_path.poses]
-    if all((s.sec, s.nanosec) == (start.sec, start.nanosec) for s in stamps):
+    untimed = ((0, 0), (start.sec, start.nanosec))
+    if all((s.sec, s.nanosec) == untimed[0] for s in stamps) or all(
+        (s.sec, s.nanosec) == untimed[1] for s in stamps
+    ):
         return None
     # In integers first: float seconds since 1970 keep only ~0.2 us.
     times = np.array([(s.sec - start.sec) + (s.nanosec - start.nanosec) * 1e-9 for s in stamps])

@@ -107,3 +107,24 @@ def test_the_arm_draws_a_circle(server, ros_env, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'circle of 60 waypoints: success' in result.stdout
     assert plot.is_file()
+
+
+def test_a_client_ended_by_sigterm_exits_without_a_traceback(ros, ros_env):
+    import signal
+
+    command = [str(executable('ik_client')), '--x', '0.2', '--y', '0', '--z', '0.1',
+               '--pitch', '0.5', '--server', '/nobody', '--timeout', '60']  # fmt: skip
+    process = subprocess.Popen(
+        command, env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        watcher = ros.node('client_watcher')
+        started = ros.spin_until(lambda: 'ik_client' in watcher.get_node_names(), 60.0)
+        assert started, 'ik_client never joined the graph'
+        process.send_signal(signal.SIGTERM)  # it waits for /nobody/solve_ik meanwhile
+        _, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130 and 'Traceback' not in errors, errors

@@ -72,13 +72,17 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
     )
     publisher = node.create_publisher(String, '/robot_description', latched)
-    publisher.publish(String(data=chain_to_urdf(LONG_ARM)))
+    publisher.publish(String(data=''))  # an empty one first: not an arm, so still waiting
     log = tmp_path / 'server.log'
     # The default solver, network+refine, with no model for this arm: refine-from-zero serves.
     processes.start(
         executable('ik_server'), '--ros-args', '-p', 'robot_description_topic:=/robot_description',
         *LINKS, '-p', 'command_interface:=none', log=log,
     )  # fmt: skip
+    wait_for(
+        lambda: 'an empty robot description' in log.read_text(), 90.0, f'the refusal in {log}'
+    )
+    publisher.publish(String(data=chain_to_urdf(LONG_ARM)))
     assert_serves_the_long_arm(ros, log)
     text = log.read_text()
     assert "solver 'network+refine' needs a model_path trained for long_arm" in text

@@ -157,6 +157,12 @@ def test_a_timed_path_keeps_its_own_times(ros, client):
     request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
     untimed = ros.call(client, to_timed(request, np.zeros(20)), timeout_s=60.0)
     assert untimed.success and 'at the limits' in untimed.message
+    # A stamped header over unstamped waypoints (zero), as other planners send them: the same.
+    request = to_timed(path_request(pose_from_joints(OMX_CHAIN, curve), curve[0]), np.zeros(20))
+    for pose in request.timed_path.poses:
+        pose.header.stamp = Time()
+    unstamped = ros.call(client, request, timeout_s=60.0)
+    assert unstamped.success and 'at the limits' in unstamped.message, unstamped.message
 
 
 def test_the_readme_path_calls_are_answered(ros, client):
@@ -253,6 +259,27 @@ ROUTES = {
         'published on /arm_controller/joint_trajectory',
     ),
 }
+
+
+def test_joint_states_from_several_publishers_are_merged_by_name(ros, client):
+    # A gripper's driver beside the arm's on /joint_states: its messages, with none of the
+    # arm's joints, must not hide the arm's from a request that starts from the joint states.
+    node = ros.node('two_drivers')
+    publisher = node.create_publisher(JointState, '/joint_states', 10)
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=10, seed=3)[0]
+    arm = JointState(name=OMX_CHAIN.joint_names, position=curve[0].tolist())
+    gripper = JointState(name=['gripper'], position=[0.01])
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), None)
+    deadline = time.monotonic() + 60.0  # discovery on a loaded machine takes its time
+    while True:
+        publisher.publish(arm)
+        for _ in range(5):  # the gripper's driver last, and more often
+            publisher.publish(gripper)
+        ros.spin_until(lambda: False, 0.2)
+        response = ros.call(client, request, timeout_s=60.0)
+        if 'no start joints' not in response.message or time.monotonic() > deadline:
+            break
+    assert response.success, response.message
 
 
 @pytest.mark.parametrize('route', list(ROUTES))
