@@ -89,4 +89,5 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
             os.fsync(file.fileno())
         os.replace(temporary, path)
     except OSError as error:
+        temporary.unlink(missing_ok=True)  # a full disk leaves a part-written one otherwise
         raise RecordingError(f'cannot write {path}: {error.strerror or error}') from error

@@ -412,3 +412,23 @@ def test_a_recording_of_a_urdf_arm_carries_its_chain_to_training(processes, tmp_
     )
     with pytest.raises(ValueError, match="chain 'long_arm', not from the chain 'open_manipulator"):
         load_recording(*pair, OMX_CHAIN)
+
+
+def test_metadata_that_cannot_be_written_keeps_the_old_file_and_leaves_no_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from iknet_collect import csv_writer
+
+    path = tmp_path / 'metadata.json'
+    csv_writer.write_json_atomic(path, {'status': 'recording'})
+
+    def full_disk(_descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(csv_writer.os, 'fsync', full_disk)
+    with pytest.raises(RecordingError, match='No space left on device'):
+        csv_writer.write_json_atomic(path, {'status': 'complete'})
+    assert json.loads(path.read_text()) == {'status': 'recording'}
+    assert [p.name for p in tmp_path.iterdir()] == ['metadata.json']
