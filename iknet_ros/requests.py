@@ -69,6 +69,9 @@ def check_seed(
     if len(names) != len(positions):
         raise RequestError(f'seed has {len(names)} names but {len(positions)} positions')
     by_name = dict(zip(names, positions, strict=True))
+    twice = sorted({name for name in names if name in joint_names and names.count(name) > 1})
+    if twice:
+        raise RequestError(f'seed names {twice} more than once: which position is meant?')
     missing = [name for name in joint_names if name not in by_name]
     if missing:
         raise RequestError(

@@ -43,6 +43,7 @@ def test_seed_in_chain_order_with_extra_joints_ignored():
         (['a', 'b', 'c', 'd'], [0, 0, 0, 0], 'lacks joints'),
         (NAMES, [0, 0, 0], '4 names but 3 positions'),
         (NAMES, [0, math.nan, 0, 0], 'not finite'),
+        ([*NAMES, 'joint2'], [0, 0, 0, 0, 1], r"seed names \['joint2'\] more than once"),
     ],
 )
 def test_bad_seeds_are_refused(names, positions, message):
