@@ -277,9 +277,10 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
         request.seed = present
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
-    if answer is not None and not answer.success and present is not None:
-        # The message may have been another publisher's on /joint_states (a gripper's, with
-        # none of the arm's joints): asked again without a seed.
+    refused = answer is not None and not answer.success and answer.message.startswith('seed ')
+    if refused and present is not None:
+        # The message was another publisher's on /joint_states (a gripper's, without the arm's
+        # joints: requests.check_seed's refusal): asked again without a seed.
         request.seed = type(present)()
         answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     if answer is None or not answer.success:

@@ -385,7 +385,7 @@ class IKServer(Node):
         """Each joint's latest state, merged by name: several publishers may share the topic
         (a gripper's driver beside the arm's), each with some of the joints."""
         if len(message.name) == len(message.position):
-            # A new dict, not an update in place: requests copy it from other threads.
+            # A new dict, not an update in place: a request holds the one it copied.
             self._latest_joints = {
                 **self._latest_joints,
                 **dict(zip(message.name, message.position, strict=True)),

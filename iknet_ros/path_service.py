@@ -22,6 +22,7 @@ from iknet_core.solvers.path import (
     time_stamps,
     velocity_limits,
 )
+from iknet_core.solvers.policy import into_reach
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.arm_command import duration_msg
 from iknet_ros.requests import MAX_ALTERNATIVES, RequestError, check_seed, check_target
@@ -61,7 +62,9 @@ def solve_path(
                 f'execute: the arm is at {np.round(present, 4).tolist()}, not at the start joints '
                 f'{np.round(start, 4).tolist()}; move it there first'
             )
-    start = present if start is None else start
+    # Timed, searched and followed from the same start as follow_path takes it: a joint that
+    # turns whole turns back into its reach (a continuous joint's state past +-pi).
+    start = into_reach(chain, present if start is None else start)
     limits = [request.max_velocity or DEFAULT_MAX_VELOCITY]
     limits.append(request.max_acceleration or DEFAULT_MAX_ACCELERATION)
     if not all(math.isfinite(v) and v > 0.0 for v in limits):

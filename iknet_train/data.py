@@ -41,7 +41,7 @@ from iknet_core.csv_schema import (
     is_text_column,
     joint_count_from_columns,
 )
-from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.chain import Chain, chain_difference
 from iknet_core.solvers.policy import into_reach
 
 logger = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ def _check_metadata(path: Path, chain: Chain) -> bool:
             raise ValueError(
                 f'{path}: the recording was made for another arm: its poses come from chain '
                 f'{recorded.name!r}, not from the chain {chain.name!r} asked for '
-                f'({_chain_difference(recorded, chain)})'
+                f'({chain_difference(recorded, chain)})'
             )
     status = metadata.get('status')
     if status == 'recording':
@@ -245,22 +245,6 @@ def _process_exists(pid: int) -> bool:
     except PermissionError:
         return True  # it exists, under another user
     return True
-
-
-def _chain_difference(a: Chain, b: Chain) -> str:
-    """The first field in which two chains differ, both values given."""
-    if a.joint_names != b.joint_names:
-        return f'joints {a.joint_names} vs {b.joint_names}'
-    for joint_a, joint_b in zip(a.joints, b.joints, strict=True):
-        for field in dataclasses.fields(joint_a):
-            value_a, value_b = getattr(joint_a, field.name), getattr(joint_b, field.name)
-            if value_a != value_b:
-                return f'{joint_a.name} {field.name} {value_a} vs {value_b}'
-    for field in dataclasses.fields(a):
-        value_a, value_b = getattr(a, field.name), getattr(b, field.name)
-        if value_a != value_b:
-            return f'{field.name} {value_a!r} vs {value_b!r}'
-    return 'no difference found'
 
 
 def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:

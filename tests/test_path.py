@@ -1045,6 +1045,22 @@ def test_a_start_a_whole_turn_past_the_reach_is_the_same_arm():
         result = follow_path(OMX_CHAIN, pose_from_joints(OMX_CHAIN, curve), start)
         assert result.success, result.reason
         np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+    # By the fewest turns: a UR5 joint a tick past its +2 pi reach is near 0.01, not -2 pi.
+    from iknet_core.kinematics.robots import named_chain
+
+    ur5 = named_chain('ur5')
+    curve = np.array([0.01, -1.0, 1.2, -0.5, 1.0, 0.3]) - np.linspace(0.0, 0.2, 10)[:, None] * [
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ]
+    start = curve[0] + [2 * math.pi, 0.0, 0.0, 0.0, 0.0, 0.0]
+    result = follow_path(ur5, pose_from_joints(ur5, curve), start)
+    assert result.success, result.reason
+    np.testing.assert_allclose(result.joints, curve, atol=1e-4)
 
 
 def test_a_non_positive_step_bound_is_refused():

@@ -261,6 +261,23 @@ ROUTES = {
 }
 
 
+def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
+    # path_service itself, in-process: a continuous joint's state a turn off times the path
+    # from the joints follow_path starts from, not a turn away.
+    from iknet_core.solvers.settings import DEFAULT_SETTINGS
+    from iknet_ros import path_service
+
+    curve = np.array([-2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.05, 6)[:, None] * [1, 0, 0, 0]
+    answers = []
+    for start in (curve[0], curve[0] + [2 * math.pi, 0.0, 0.0, 0.0]):
+        request = path_request(pose_from_joints(OMX_CHAIN, curve), start)
+        answers.append(path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {}))
+    assert all(answer.success for answer in answers), [a.message for a in answers]
+    assert [seconds(a.trajectory.points[-1]) for a in answers[1:]] == pytest.approx(
+        [seconds(answers[0].trajectory.points[-1])]
+    )
+
+
 def test_joint_states_from_several_publishers_are_merged_by_name(ros, client):
     # A gripper's driver beside the arm's on /joint_states: its messages, with none of the
     # arm's joints, must not hide the arm's from a request that starts from the joint states.

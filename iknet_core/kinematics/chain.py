@@ -158,30 +158,31 @@ CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
 
 
 def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> Chain:
-    """The chain a model was trained for; ValueError naming both when another arm was asked.
-    The asked one where given: the same arm, with what does not tell arms apart (velocity
-    limits) as asked."""
+    """The chain a model was trained for; ValueError naming both, and where they differ, when
+    another arm was asked. The asked one where given: the same arm, with what does not tell
+    arms apart (velocity limits) as asked."""
     if asked is not None and asked != model_chain:
         raise ValueError(
             f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
-            f'not {asked.name!r} ({asked.joint_names}){chain_difference(model_chain, asked)}'
+            f'not {asked.name!r} ({asked.joint_names}): they differ in '
+            f'{chain_difference(model_chain, asked)}'
         )
     return model_chain if asked is None else asked
 
 
-def chain_difference(trained: Chain, asked: Chain) -> str:
-    """': <the first field that differs>' between two chains with the same joints by name (an
-    arm whose URDF changed a length or a limit), else '': the names alone would read the same."""
-    if (trained.name, trained.joint_names) != (asked.name, asked.joint_names):
-        return ''
-    pairs = [(f"{a.name}'s", a, b) for a, b in zip(trained.joints, asked.joints, strict=True)]
-    for where, a, b in [("the chain's", trained, asked), *pairs]:
-        for item in fields(a):
+def chain_difference(a: Chain, b: Chain) -> str:
+    """The first field in which two chains differ, a's value then b's: what tells two arms
+    apart whose names read the same (a URDF that changed a length or a limit)."""
+    if a.joint_names != b.joint_names:
+        return f'joints {a.joint_names} vs {b.joint_names}'
+    pairs = [(f'{x.name} ', x, y) for x, y in zip(a.joints, b.joints, strict=True)]
+    for where, x, y in [*pairs, ('', a, b)]:
+        for item in fields(x):
             if item.compare and item.name != 'joints':
-                mine, theirs = getattr(a, item.name), getattr(b, item.name)
-                if mine != theirs:
-                    return f": {where} {item.name} is {theirs}, the model's {mine}"
-    return ''
+                first, second = getattr(x, item.name), getattr(y, item.name)
+                if first != second:
+                    return f'{where}{item.name} {first!r} vs {second!r}'
+    return 'no difference found'
 
 
 def chain_preset(name: str) -> Chain:

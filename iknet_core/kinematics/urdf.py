@@ -167,10 +167,9 @@ def _parse(xml: str, label: str):
     from lxml import etree
 
     try:  # strictly first: yourdfpy falls back to lxml's recovering parser on broken XML
-        etree.fromstring(xml.encode())
+        root = etree.fromstring(xml.encode()).tag
     except etree.XMLSyntaxError as error:
         raise UrdfError(f'{label} is not well-formed XML: {_one_line(error)}') from None
-    root = etree.fromstring(xml.encode()).tag
     if root != 'robot':
         raise UrdfError(f'{label} is not a URDF: its root element is <{root}>, not <robot>')
     try:

@@ -49,12 +49,15 @@ def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
 
 def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
     """joints (..., n) rad with each joint that turns whole turns and is past its reach taken
-    whole turns back into it: the same arm (a continuous joint's state is often a little past
-    +-pi, and an unwrapped one many turns). The other joints as they are."""
+    back into it by the fewest whole turns: the same arm, nearest where it was (a continuous
+    joint's state is often a little past +-pi, an unwrapped one many turns; a UR5's a tick past
+    2 pi belongs near 2 pi, not near -2 pi). The other joints as they are."""
     joints = np.asarray(joints, dtype=np.float64)
     low, high = joint_bounds(chain, 'reach')
-    beyond = full_turn_joints(chain) & ((joints < low - 1e-9) | (joints > high + 1e-9))
-    return np.where(beyond, joints - np.floor((joints - low) / TURN) * TURN, joints)
+    wraps = full_turn_joints(chain)
+    down = np.where(wraps & (joints > high + _SLACK), np.ceil((joints - high) / TURN), 0.0)
+    up = np.where(wraps & (joints < low - _SLACK), np.ceil((low - joints) / TURN), 0.0)
+    return joints + (up - down) * TURN
 
 
 class BranchPolicy:
