@@ -103,3 +103,11 @@ def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "was trained for chain 'open_manipulator_x'" in output and "not 'long_arm'" in output
+
+
+def test_a_parameter_of_the_wrong_type_is_one_fatal_line(ros_env):
+    command = [str(executable('ik_server')), '--ros-args', '-p', 'position_tolerance:=1']
+    result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and 'Traceback' not in output, output
+    assert "parameter 'position_tolerance'" in output and 'DOUBLE' in output
