@@ -125,20 +125,14 @@ def sample_batch(
         )  # fmt: skip
 
 
-@numba.njit(cache=True, fastmath=True, error_model='numpy')
+@numba.njit(cache=True)
 def _affine(x, weight, bias, out):
-    """out (S, H) = x (S, K) @ weight (H, K).T + bias (H,), one dot product of contiguous rows
-    per entry, which vectorizes: ~40 GFLOP/s on one core, against ~20 for rows of out built up
-    along K, and half of BLAS's, which numba reaches only through scipy and a thread pool that,
-    on a busy 2-core machine, made 1,000 samples 10 times slower."""
+    """out (S, H) = x (S, K) @ weight (H, K).T + bias (H,): network_kernel.linear per row, one
+    dot product of contiguous rows per entry, which vectorizes (~40 GFLOP/s on one core, half of
+    BLAS's, which numba reaches only through scipy and a thread pool that, on a busy 2-core
+    machine, made 1,000 samples 10 times slower)."""
     for s in range(x.shape[0]):
-        inputs = x[s]
-        for h in range(weight.shape[0]):
-            row = weight[h]
-            total = bias[h]
-            for k in range(inputs.shape[0]):
-                total += inputs[k] * row[k]
-            out[s, h] = total
+        linear(weight, bias, x[s], out[s])
 
 
 @numba.njit(cache=True)
