@@ -313,6 +313,19 @@ def check_oversampling(oversampling: float) -> None:
         raise ValueError(f'oversampling must be a finite number >= 1, got {oversampling}')
 
 
+def check_sampling(
+    count: int, temperature: float, component_temperature: float, oversampling: float
+) -> None:
+    """ValueError unless sample()'s arguments make sense, whichever sampler draws (torch, or
+    mixture_kernel's compiled one)."""
+    if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
+        raise ValueError(
+            f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
+            f'{component_temperature}'
+        )
+    check_oversampling(oversampling)
+
+
 def mixture_log_density(
     values: torch.Tensor, log_weights: torch.Tensor, means: torch.Tensor, log_stds: torch.Tensor
 ) -> torch.Tensor:
@@ -531,12 +544,7 @@ class MixtureIKNet(IKNetwork):
         joint is what sends a sample far off, and its likelihood is low). Deterministic for a
         seeded generator; differentiable in the picked components' means and stds where
         gradients are on (losses.mixture_loss trains on the FK error of the samples)."""
-        if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
-            raise ValueError(
-                f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
-                f'{component_temperature}'
-            )
-        check_oversampling(oversampling)
+        check_sampling(count, temperature, component_temperature, oversampling)
         kept = count
         count = math.ceil(oversampling * count)
         embedding = self.trunk(self.normalized_features(poses))

@@ -282,19 +282,14 @@ class CompiledMixture:
     ) -> np.ndarray:
         """count samples per pose (B, count, n) rad, as MixtureIKNet.sample with the model
         config's knobs unless given; the same for the same poses, count and seed."""
-        from iknet_core.networks import check_oversampling
+        from iknet_core.networks import check_sampling
 
         config = self.model.config
         temperature = config.temperature if temperature is None else temperature
         if component_temperature is None:
             component_temperature = config.component_temperature
         oversampling = config.oversampling if oversampling is None else oversampling
-        check_oversampling(oversampling)
-        if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
-            raise ValueError(
-                f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
-                f'{component_temperature}'
-            )
+        check_sampling(count, temperature, component_temperature, oversampling)
         drawn = math.ceil(oversampling * count)
         batch = (len(positions), drawn, self.n_joints)
         generator = np.random.default_rng(seed)
