@@ -31,8 +31,8 @@ from iknet_core.solvers.network_kernel import (
 if TYPE_CHECKING:  # torch loads only when a model is compiled, not with the kernels
     from iknet_core.networks import MixtureIKNet
 
-# Layout entries after embed_pose's four (tool_frame, n_features, width, n_blocks).
-_N_JOINTS, _HEAD_WIDTH, _COMPONENTS, _N_LOCAL = 4, 5, 6, 7
+# Layout entries after embed_pose's three (n_features, width, n_blocks).
+_N_JOINTS, _HEAD_WIDTH, _COMPONENTS, _N_LOCAL = 3, 4, 5, 6
 HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -45,7 +45,7 @@ def sample_pose(
     normal (drawn, n) noise; with drawn > kept, the kept likeliest, likeliest first.
     weights: CompiledMixture.weights; chain_joints: ChainArrays.joints of the model's chain."""
     parameters, joint_map, layout, geometry = weights
-    width, n, head_width = layout[2], layout[_N_JOINTS], layout[_HEAD_WIDTH]
+    width, n, head_width = layout[1], layout[_N_JOINTS], layout[_HEAD_WIDTH]
     m, n_local = layout[_COMPONENTS], layout[_N_LOCAL]
     drawn, kept = uniform.shape[0], out.shape[0]
     embedding = np.empty(width, dtype=np.float32)
@@ -257,9 +257,8 @@ class CompiledMixture:
             np.stack([values(model.joint_center, np.float64),
                       values(model.joint_half_range, np.float64)]),
             np.array(
-                [config.tool_frame_features, model.input_mean.numel(), width,
-                 len(model.blocks), config.n_joints, config.head_width, config.n_components,
-                 model.n_local],
+                [model.input_mean.numel(), width, len(model.blocks), config.n_joints,
+                 config.head_width, config.n_components, model.n_local],
                 dtype=np.int64,
             ),
             np.array([scale, *tip, *MIXTURE_LOG_STD]),

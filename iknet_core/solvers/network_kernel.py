@@ -78,15 +78,15 @@ def silu_inplace(x):
 
 
 @numba.njit(cache=True)
-def _features(position, rotation, tool_frame, mean, std, out):
-    """Same order as networks.pose_features: p, (R[i, 0], R[i, 1]) per row, [R^T p]; p alone
-    where out holds 3 (a position-only mixture model's features)."""
+def _features(position, rotation, mean, std, out):
+    """Same order as networks.pose_features, as many as out holds: p (3, a position-only
+    mixture model's), (R[i, 0], R[i, 1]) per row (9), R^T p (12, tool_frame_features)."""
     for i in range(3):
         out[i] = position[i]
         if out.shape[0] > 3:
             out[3 + 2 * i] = rotation[i, 0]
             out[4 + 2 * i] = rotation[i, 1]
-    if tool_frame and out.shape[0] > 9:
+    if out.shape[0] > 9:
         for j in range(3):
             out[9 + j] = (
                 rotation[0, j] * position[0]
@@ -109,8 +109,8 @@ def embed_pose(position, rotation, parameters, layout, out):
     """One pose (3,), (3, 3) -> out (width,) float32: the trunk (features, normalization,
     stem, residual blocks) through its final layer norm and SiLU, which every model here shares;
     returns the offset in parameters where the trunk's end (trunk_parameters' order).
-    layout: tool_frame, n_features, width, n_blocks, ..."""
-    tool_frame, n_features, width, n_blocks = layout[0] != 0, layout[1], layout[2], layout[3]
+    layout: n_features, width, n_blocks, ..."""
+    n_features, width, n_blocks = layout[0], layout[1], layout[2]
     normalization, offset = take_matrix(parameters, 0, 2, n_features)
     stem_w, offset = take_matrix(parameters, offset, width, n_features)
     stem_b, offset = take_matrix(parameters, offset, 1, width)
@@ -118,7 +118,7 @@ def embed_pose(position, rotation, parameters, layout, out):
     x = np.empty(width, dtype=np.float32)
     h = np.empty(width, dtype=np.float32)
     g = np.empty(width, dtype=np.float32)
-    _features(position, rotation, tool_frame, normalization[0], normalization[1], features)
+    _features(position, rotation, normalization[0], normalization[1], features)
     linear(stem_w, stem_b[0], features, x)
     for _ in range(n_blocks):
         norm, offset = take_matrix(parameters, offset, 2, width)
@@ -142,7 +142,7 @@ def forward_pose(position, rotation, weights, out):
     """One pose (3,), (3, 3) -> out (K, n) rad; weights: CompiledNetwork.weights. A kernel of
     its own so that other kernels run the network inside (refined.py)."""
     parameters, joint_map, layout = weights
-    width, n_hypotheses, n_joints = layout[2], layout[4], layout[5]
+    width, n_hypotheses, n_joints = layout[1], layout[3], layout[4]
     n_outputs = 2 * n_hypotheses * n_joints
     h = np.empty(width, dtype=np.float32)
     y = np.empty(n_outputs, dtype=np.float32)
@@ -203,8 +203,8 @@ class CompiledNetwork:
             np.stack([values(model.joint_center, np.float64),
                       values(model.joint_scale, np.float64)]),
             np.array(
-                [config.tool_frame_features, model.input_mean.numel(), config.width,
-                 len(model.blocks), config.n_hypotheses, config.n_joints],
+                [model.input_mean.numel(), config.width, len(model.blocks),
+                 config.n_hypotheses, config.n_joints],
                 dtype=np.int64,
             ),
         )  # fmt: skip
