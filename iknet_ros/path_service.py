@@ -176,10 +176,8 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
     planners stamp them); RequestError unless they increase from the header's."""
     start = request.timed_path.header.stamp
     stamps = [pose.header.stamp for pose in request.timed_path.poses]
-    untimed = ((0, 0), (start.sec, start.nanosec))
-    if all((s.sec, s.nanosec) == untimed[0] for s in stamps) or all(
-        (s.sec, s.nanosec) == untimed[1] for s in stamps
-    ):
+    distinct = {(s.sec, s.nanosec) for s in stamps}
+    if len(distinct) <= 1 and distinct <= {(0, 0), (start.sec, start.nanosec)}:
         return None
     # In integers first: float seconds since 1970 keep only ~0.2 us.
     times = np.array([(s.sec - start.sec) + (s.nanosec - start.nanosec) * 1e-9 for s in stamps])
