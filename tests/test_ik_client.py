@@ -128,3 +128,31 @@ def test_a_client_ended_by_sigterm_exits_without_a_traceback(ros, ros_env):
             process.kill()
             process.wait()
     assert process.returncode == 130 and 'Traceback' not in errors, errors
+
+
+def test_a_gripper_state_taken_as_the_seed_is_dropped_and_asked_again(processes, ros, ros_env):
+    # A gripper's driver alone on /joint_states: the first message the client takes as the
+    # line's seed lacks the arm's joints, the server refuses that seed, and the client must ask
+    # again without one instead of failing.
+    from sensor_msgs.msg import JointState
+
+    processes.start(executable('ik_server'), '--ros-args', '-p', 'device:=cpu')
+    node = ros.node('gripper_driver')
+    publisher = node.create_publisher(JointState, '/joint_states', 10)
+    gripper = JointState(name=['gripper'], position=[0.01])
+    node.create_timer(0.05, lambda: publisher.publish(gripper))
+    command = [str(executable('ik_client')), '--line', '0.2,-0.05,0.12:0.2,0.05,0.12',
+               '--steps', '10', '--pitch', '0.5', '--timeout', '60']  # fmt: skip
+    process = subprocess.Popen(
+        command, env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        ended = ros.spin_until(lambda: process.poll() is not None, 120.0)
+        output, errors = process.communicate(timeout=None if ended else 1)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert ended, 'ik_client did not end within 120 s'
+    assert process.returncode == 0, output + errors
+    assert 'line of 10 waypoints: success' in output
