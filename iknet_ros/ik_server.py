@@ -37,7 +37,14 @@ from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import make_commander
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.requests import RequestError, Target, check_path_time, check_seed, check_target
+from iknet_ros.requests import (
+    RequestError,
+    Target,
+    arm_joints,
+    check_path_time,
+    check_seed,
+    check_target,
+)
 
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -354,10 +361,8 @@ class IKServer(Node):
                 request.kinematics_pose.pose, header.frame_id if header is not None else ''
             )
             path_time = check_path_time(request.path_time)
-            current = dict(self._latest_joints)
-            seed = None  # without the arm's every joint yet, solved without a seed
-            if set(self.chain.joint_names) <= set(current):
-                seed = check_seed(list(current), list(current.values()), self.chain.joint_names)
+            # Without the arm's every joint yet, solved without a seed.
+            seed = arm_joints(self._latest_joints, self.chain.joint_names)
         except RequestError as error:
             self.get_logger().warning(f'goal_task_space_path refused: {error}')
             return response

@@ -25,7 +25,13 @@ from iknet_core.solvers.path import (
 from iknet_core.solvers.policy import into_reach
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.arm_command import duration_msg
-from iknet_ros.requests import MAX_ALTERNATIVES, RequestError, check_seed, check_target
+from iknet_ros.requests import (
+    MAX_ALTERNATIVES,
+    RequestError,
+    arm_joints,
+    check_seed,
+    check_target,
+)
 
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
 # farther, its first goal would jump.
@@ -44,12 +50,8 @@ def solve_path(
     solver: the server's, whose solutions of the first waypoint are alternative starts."""
     targets, times = path_targets(request, base_frame)
     start = check_seed(request.start.name, request.start.position, chain.joint_names)
-    try:  # the arm's latest joint states, when they hold every chain joint
-        present = check_seed(
-            list(current_joints), list(current_joints.values()), chain.joint_names
-        )
-    except RequestError:
-        present = None
+    needed = start is None or request.execute  # else the arm's states play no part
+    present = arm_joints(current_joints, chain.joint_names) if needed else None
     if start is None and present is None:
         raise RequestError(
             'no start joints: give start, or let the server receive the joint states'

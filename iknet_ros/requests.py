@@ -6,7 +6,7 @@ Kept free of rclpy so the rules are tested without DDS and shared by every servi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +81,21 @@ def check_seed(
     if not np.all(np.isfinite(seed)):
         raise RequestError(f'seed positions {seed.tolist()} are not finite')
     return seed
+
+
+def arm_joints(latest: Mapping[str, float], joint_names: Sequence[str]) -> np.ndarray | None:
+    """The arm's joints (n,) rad in chain order from the latest joint states by name (a gripper's
+    beside them ignored); None until every chain joint has come. RequestError for a joint that is
+    not finite: a driver that reports NaN is named, not taken for one that has not spoken yet."""
+    if not all(name in latest for name in joint_names):
+        return None
+    joints = np.array([latest[name] for name in joint_names], dtype=np.float64)
+    if not np.all(np.isfinite(joints)):
+        raise RequestError(
+            f"the arm's joint states {dict(zip(joint_names, joints.tolist(), strict=True))} "
+            'are not finite'
+        )
+    return joints
 
 
 def check_path_time(path_time: float) -> float:

@@ -3,7 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from iknet_ros.requests import RequestError, check_path_time, check_seed, check_target
+from iknet_ros.requests import (
+    RequestError,
+    arm_joints,
+    check_path_time,
+    check_seed,
+    check_target,
+)
 
 NAMES = ['joint1', 'joint2', 'joint3', 'joint4']
 
@@ -49,6 +55,14 @@ def test_seed_in_chain_order_with_extra_joints_ignored():
 def test_bad_seeds_are_refused(names, positions, message):
     with pytest.raises(RequestError, match=message):
         check_seed(names, positions, NAMES)
+
+
+def test_arm_joints_come_from_the_latest_states_by_name():
+    latest = {'gripper': 0.01, 'joint4': 4.0, 'joint3': 3.0, 'joint2': 2.0}
+    assert arm_joints(latest, NAMES) is None  # joint1 has not come yet
+    np.testing.assert_array_equal(arm_joints({**latest, 'joint1': 1.0}, NAMES), [1, 2, 3, 4])
+    with pytest.raises(RequestError, match=r"joint states .*'joint3': nan.* not finite"):
+        arm_joints({**latest, 'joint1': 1.0, 'joint3': math.nan}, NAMES)
 
 
 def test_path_time_must_be_positive():

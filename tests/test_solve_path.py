@@ -16,6 +16,9 @@ from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.path import smooth_joint_paths
+from iknet_core.solvers.settings import DEFAULT_SETTINGS
+from iknet_ros import path_service
+from iknet_ros.requests import RequestError
 
 MAX_VELOCITY, MAX_ACCELERATION = 0.8, 1.5  # rad/s, rad/s^2
 
@@ -264,8 +267,6 @@ ROUTES = {
 def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
     # path_service itself, in-process: a continuous joint's state a turn off times the path
     # from the joints follow_path starts from, not a turn away.
-    from iknet_core.solvers.settings import DEFAULT_SETTINGS
-    from iknet_ros import path_service
 
     curve = np.array([-2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.05, 6)[:, None] * [1, 0, 0, 0]
     answers = []
@@ -276,6 +277,17 @@ def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
     assert [seconds(a.trajectory.points[-1]) for a in answers[1:]] == pytest.approx(
         [seconds(answers[0].trajectory.points[-1])]
     )
+
+
+def test_a_nan_joint_state_is_named_where_the_states_are_needed_and_ignored_elsewhere():
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=6, seed=5)[0]
+    states = {**dict(zip(OMX_CHAIN.joint_names, curve[0], strict=True)), 'joint2': math.nan}
+    from_start = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+    answer = path_service.solve_path(from_start, OMX_CHAIN, 'world', DEFAULT_SETTINGS, states)
+    assert answer.success, answer.message
+    from_states = path_request(pose_from_joints(OMX_CHAIN, curve), None)
+    with pytest.raises(RequestError, match=r"joint states .*'joint2': nan.* not finite"):
+        path_service.solve_path(from_states, OMX_CHAIN, 'world', DEFAULT_SETTINGS, states)
 
 
 def test_joint_states_from_several_publishers_are_merged_by_name(ros, client):
