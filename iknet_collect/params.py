@@ -1,4 +1,4 @@
-"""Node parameters declared one way in both nodes: typed default, description, read-only."""
+"""Node parameters declared one way in every node: typed default, description, read-only."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from rcl_interfaces.msg import (
     ParameterDescriptor,
     SetParametersResult,
 )
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 
 def declare(
@@ -26,16 +28,50 @@ def declare(
 ) -> Any:
     """Declare a parameter and return its value; ranges are enforced by rclpy itself.
 
-    Start-up parameters are read-only: changing them while running would not take effect.
+    Start-up parameters are read-only: changing them while running would not take effect. A
+    read-only number given whole (`duration:=60`, which launch and `-p` type as an integer) is
+    taken as the float it means: declared with dynamic typing, then checked here.
     """
-    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    whole_numbers_taken = read_only and _is_floats(default)
+    descriptor = ParameterDescriptor(
+        description=description, read_only=read_only, dynamic_typing=whole_numbers_taken
+    )
     if float_range is not None:
         descriptor.floating_point_range = [
             FloatingPointRange(from_value=float_range[0], to_value=float_range[1])
         ]
     if int_range is not None:
         descriptor.integer_range = [IntegerRange(from_value=int_range[0], to_value=int_range[1])]
-    return node.declare_parameter(name, default, descriptor).value
+    value = node.declare_parameter(name, default, descriptor).value
+    if whole_numbers_taken:
+        value = _as_floats(name, value, isinstance(default, float), float_range)
+    return value
+
+
+def _is_floats(value: Any) -> bool:
+    many = isinstance(value, list | tuple) and bool(value)
+    return isinstance(value, float) or (many and all(isinstance(v, float) for v in value))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_floats(
+    name: str, value: Any, scalar: bool, float_range: tuple[float, float] | None
+) -> float | list[float]:
+    """A float (or list of floats) parameter's value with whole numbers taken as floats; the
+    error rclpy gives a statically typed one for any other type or a value out of its range."""
+    values = [value] if scalar else value
+    if isinstance(values, str | bytes | int | float) or not all(map(_is_number, values)):
+        expected = 'DOUBLE' if scalar else 'DOUBLE_ARRAY'
+        raise InvalidParameterTypeException(Parameter(name, value=value), expected)
+    floats = [float(v) for v in values]
+    if float_range is not None and not all(float_range[0] <= v <= float_range[1] for v in floats):
+        raise InvalidParameterValueException(
+            name, value, f'must be in [{float_range[0]}, {float_range[1]}]'
+        )
+    return floats[0] if scalar else floats
 
 
 def choice_validator(

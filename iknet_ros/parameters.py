@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from iknet_collect.params import declare as declare_parameter
 from iknet_core.device import DEVICES
 from iknet_core.solvers.factory import SOLVER_NAMES as SOLVERS
 from iknet_core.solvers.network import BACKENDS
@@ -107,19 +108,13 @@ def declare(node: Node) -> ServerConfig:
 
     Raises ValueError naming the first bad value; later changes go through `on_set`.
     """
-    defaults = ServerConfig()
+    defaults, values = ServerConfig(), {}
     for field in fields(ServerConfig):
         default = getattr(defaults, field.name)
-        node.declare_parameter(
-            field.name,
-            default,
-            ParameterDescriptor(
-                description=DESCRIPTIONS[field.name], read_only=field.name in READ_ONLY
-            ),
+        read_only = field.name in READ_ONLY
+        value = declare_parameter(
+            node, field.name, default, DESCRIPTIONS[field.name], read_only=read_only
         )
-    values = {}
-    for field in fields(ServerConfig):
-        value = node.get_parameter(field.name).value
         problem = check_value(field.name, value)
         if problem:
             raise ValueError(problem)

@@ -106,8 +106,9 @@ def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):
 
 
 def test_a_parameter_of_the_wrong_type_is_one_fatal_line(ros_env):
-    command = [str(executable('ik_server')), '--ros-args', '-p', 'position_tolerance:=1']
+    command = [str(executable('ik_server')), '--ros-args', '-p', 'position_tolerance:=fine']
     result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
     output = result.stdout + result.stderr
     assert result.returncode == 1 and 'Traceback' not in output, output
-    assert "parameter 'position_tolerance'" in output and 'DOUBLE' in output
+    assert "parameter 'position_tolerance' to 'fine' of type 'STRING'" in output
+    assert "expecting type 'DOUBLE'" in output

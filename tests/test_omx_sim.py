@@ -164,6 +164,13 @@ def test_goal_is_reached_after_path_time_and_bad_goals_are_refused(processes, ro
     np.testing.assert_allclose(sim.arm(), goal, atol=RAD_PER_TICK)
 
 
+def test_whole_numbers_are_taken_for_float_parameters(processes, ros, tmp_path):
+    # As `-p` and launch type them: integers, which rclpy refuses for a float parameter.
+    start_sim(processes, tmp_path, initial_joints='[0, 0, 0, 1]', rate_hz=50)
+    np.testing.assert_allclose(SimClient(ros).arm(), [0, 0, 0, 1], atol=RAD_PER_TICK)
+    assert 'simulated OM-X at 50 Hz' in (tmp_path / 'sim.log').read_text()
+
+
 def test_torque_off_is_hand_guided_and_refuses_goals(processes, ros, tmp_path):
     start_sim(processes, tmp_path, seed=0)
     sim = SimClient(ros)

@@ -373,11 +373,18 @@ def test_a_bad_parameter_is_one_error_line(processes, tmp_path):
     log = (tmp_path / 'recorder.log').read_text()
     assert 'pose_source must be one of' in log and 'Traceback' not in log, log
     assert not (tmp_path / 'out').exists()
+    bad_durations = {'-1': 'must be in [0.0, 10000000.0]', 'ten': "expecting type 'DOUBLE'"}
+    for bad, reason in bad_durations.items():
+        recorder = start_recorder(processes, tmp_path, output_dir=tmp_path / 'out', duration=bad)
+        assert recorder.wait(timeout=20) == 1
+        log = (tmp_path / 'recorder.log').read_text()
+        assert reason in log and 'Traceback' not in log, log
 
 
 def test_duration_counts_from_the_first_message(processes, tmp_path):
+    # `duration:=1`, as a launch argument or -p gives it: whole seconds, typed as an integer.
     recorder = start_recorder(
-        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1.0
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1
     )
     directory = tmp_path / 'out' / 'run'
     wait_for((directory / 'metadata.json').exists, 20, 'the recorder to start')
