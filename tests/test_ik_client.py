@@ -1,5 +1,6 @@
 """ik_client as a user runs it: a process asking the real server (beside the simulator)."""
 
+import signal
 import subprocess
 
 import pytest
@@ -109,9 +110,8 @@ def test_the_arm_draws_a_circle(server, ros_env, tmp_path):
     assert plot.is_file()
 
 
-def test_a_client_ended_by_sigterm_exits_without_a_traceback(ros, ros_env):
-    import signal
-
+@pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
+def test_a_client_ended_by_a_signal_exits_without_a_traceback(ros, ros_env, signal_number):
     command = [str(executable('ik_client')), '--x', '0.2', '--y', '0', '--z', '0.1',
                '--pitch', '0.5', '--server', '/nobody', '--timeout', '60']  # fmt: skip
     process = subprocess.Popen(
@@ -121,13 +121,13 @@ def test_a_client_ended_by_sigterm_exits_without_a_traceback(ros, ros_env):
         watcher = ros.node('client_watcher')
         started = ros.spin_until(lambda: 'ik_client' in watcher.get_node_names(), 60.0)
         assert started, 'ik_client never joined the graph'
-        process.send_signal(signal.SIGTERM)  # it waits for /nobody/solve_ik meanwhile
+        process.send_signal(signal_number)  # it waits for /nobody/solve_ik meanwhile
         _, errors = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 130 and 'Traceback' not in errors, errors
+    assert process.returncode == 128 + signal_number and 'Traceback' not in errors, errors
 
 
 def test_a_gripper_state_taken_as_the_seed_is_dropped_and_asked_again(processes, ros, ros_env):
