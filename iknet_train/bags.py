@@ -7,8 +7,8 @@ one, else the time the bag logged the message), same checks, same pairing by sta
 
 from __future__ import annotations
 
+import logging
 import tempfile
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +24,7 @@ from iknet_collect.message_rows import (
     message_stamp_ns,
     pose_row,
 )
+from iknet_collect.stream_stats import StreamStats
 from iknet_core.csv_schema import (
     JOINT_STATES_FILE,
     KINEMATICS_POSE_COLUMNS,
@@ -33,6 +34,8 @@ from iknet_core.csv_schema import (
 )
 from iknet_core.kinematics.chain import Chain
 from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, load_recording
+
+logger = logging.getLogger(__name__)
 
 BAG_SUFFIXES = ('.mcap', '.db3')
 JOINT_STATE_TYPE = 'sensor_msgs/msg/JointState'
@@ -51,6 +54,25 @@ class BagError(ValueError):
     """A bag that cannot give training data; the message names the bag and the problem."""
 
 
+class _BagNames(logging.Filter):
+    """Names the bag where reading its conversion names the temporary folder: that folder is
+    gone by the time a user reads the error or log line, and the bag is what they gave."""
+
+    def __init__(self, directory: str, bag: Path | str) -> None:
+        super().__init__()
+        self.directory, self.bag = directory, str(bag)
+
+    def text(self, text: str) -> str:
+        for name in (KINEMATICS_POSE_FILE, JOINT_STATES_FILE, METADATA_FILE):
+            converted = str(Path(self.directory, name))
+            text = text.replace(converted, f'{self.bag} (converted to {name})')
+        return text.replace(self.directory, self.bag)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = self.text(record.getMessage()), None
+        return True
+
+
 def is_bag(path: Path | str) -> bool:
     """A rosbag2 directory (metadata.yaml inside) or a .mcap / .db3 file."""
     path = Path(path)
@@ -63,7 +85,15 @@ def load_bag(bag: Path | str, chain: Chain, tolerance_s: float = DEFAULT_TOLERAN
     """The bag's poses paired by stamp with the chain's joints, as load_recording gives them."""
     with tempfile.TemporaryDirectory(prefix='iknet-bag-') as directory:
         pose_csv, joint_csv = convert_bag(bag, directory, chain)
-        recording = load_recording(pose_csv, joint_csv, chain, tolerance_s)
+        names = _BagNames(directory, bag)
+        data_logger = logging.getLogger(load_recording.__module__)
+        data_logger.addFilter(names)
+        try:
+            recording = load_recording(pose_csv, joint_csv, chain, tolerance_s)
+        except ValueError as error:
+            raise BagError(names.text(str(error))) from error
+        finally:
+            data_logger.removeFilter(names)
     return replace(recording, source=str(bag))
 
 
@@ -109,10 +139,10 @@ def _convert(
         raise BagError(f'{bag}: cannot open it as a rosbag2 bag: {error}') from error
     try:
         joints_topic = _one_topic(bag, reader, JOINT_STATE_TYPE, '/joint_states')
-        pose_topic = _one_topic(bag, reader, KINEMATICS_POSE_TYPE, '/kinematics_pose', True)
+        pose_topic = _pose_topic(bag, reader, chain)
         typestore = _typestore(bag, reader, pose_topic)
-        skipped: dict[str, Counter] = {'joint_states': Counter(), 'kinematics_pose': Counter()}
-        written = {'joint_states': 0, 'kinematics_pose': 0}
+        # The recorder's bookkeeping, so a bag skips and counts what a live recording would.
+        joint_stats, pose_stats = StreamStats(joints_topic), StreamStats(pose_topic or 'fk')
         joint_writer: DurableCsvWriter | None = None
         joint_names: tuple[str, ...] | None = None
         pose_writer = DurableCsvWriter.create(pose_path, KINEMATICS_POSE_COLUMNS)
@@ -126,28 +156,28 @@ def _convert(
                         record = joint_state_record(
                             message, log_time_ns, chain.joint_names, joint_names
                         )
+                        joint_stats.check_order(record.stamp_ns)
                         if joint_writer is None:  # the first good message fixes the joint set
                             joint_names = record.names
                             joint_writer = DurableCsvWriter.create(
                                 joint_path, joint_states_columns(len(record.names))
                             )
                         joint_writer.write(record.row)
-                        written['joint_states'] += 1
+                        joint_stats.wrote(record.stamp_ns)
                         if pose_topic is None:
                             pose = legacy_pose(record.chain_positions, chain).tolist()
                             pose_writer.write(pose_row(record.stamp_ns, '', [*pose, 0, 0, 0]))
-                            written['kinematics_pose'] += 1
+                            pose_stats.wrote(record.stamp_ns)
                     else:
                         values = kinematics_pose_values(message)
                         frame = message.header.frame_id if has_header(type(message)) else ''
                         stamp = message_stamp_ns(message, log_time_ns)
+                        pose_stats.check_order(stamp)
                         pose_writer.write(pose_row(stamp, frame, values))
-                        written['kinematics_pose'] += 1
+                        pose_stats.wrote(stamp)
                 except BadMessageError as bad:
-                    stream = (
-                        'joint_states' if connection.topic == joints_topic else 'kinematics_pose'
-                    )
-                    skipped[stream][bad.reason] += 1
+                    stats = joint_stats if connection.topic == joints_topic else pose_stats
+                    stats.skip(bad.reason)
         finally:
             pose_writer.close()
             if joint_writer is not None:
@@ -157,7 +187,7 @@ def _convert(
     if joint_writer is None:
         raise BagError(
             f'{bag}: no usable {JOINT_STATE_TYPE} message on {joints_topic} (skipped: '
-            f'{dict(skipped["joint_states"]) or "none"}; the chain needs {chain.joint_names})'
+            f'{dict(joint_stats.skipped) or "none"}; the chain needs {chain.joint_names})'
         )
     write_json_atomic(
         out_dir / METADATA_FILE,
@@ -172,8 +202,8 @@ def _convert(
             'joint_names': list(joint_names or ()),
             'files': {'kinematics_pose': KINEMATICS_POSE_FILE, 'joint_states': JOINT_STATES_FILE},
             'streams': {
-                stream: {'written': written[stream], 'skipped': dict(skipped[stream])}
-                for stream in written
+                'joint_states': joint_stats.summary(),
+                'kinematics_pose': pose_stats.summary(),
             },
         },
     )
@@ -196,6 +226,29 @@ def _one_topic(
         f'no {msgtype} topic'
     )  # fmt: skip
     raise BagError(f'{bag}: {problem}; it holds {found}')
+
+
+def _pose_topic(bag: Path, reader: Any, chain: Chain) -> str | None:
+    """The KinematicsPose topic to read, or None for poses by FK: a topic recorded with no
+    messages gives no poses, just as a topic never recorded does."""
+    topic = _one_topic(bag, reader, KINEMATICS_POSE_TYPE, '/kinematics_pose', True)
+    if topic is not None and _first_message(bag, reader, topic) is None:
+        topic = None
+    if topic is None:
+        logger.info(
+            '%s: no %s message; poses are FK of the joint states (chain %s)',
+            bag, KINEMATICS_POSE_TYPE, chain.name,
+        )  # fmt: skip
+    return topic
+
+
+def _first_message(bag: Path, reader: Any, topic: str) -> tuple[Any, int, bytes] | None:
+    """The topic's first message (connection, log time, bytes), or None if it has none."""
+    connections = [c for c in reader.connections if c.topic == topic]
+    messages = _messages(bag, reader, connections)
+    first = next(messages, None)
+    messages.close()
+    return first
 
 
 def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
@@ -222,9 +275,7 @@ def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
                 f'{error}'
             ) from error
         return typestore
-    messages = _messages(bag, reader, [connection])
-    first = next(messages, None)
-    messages.close()
+    first = _first_message(bag, reader, pose_topic)
     for variant in KINEMATICS_POSE_DEFINITIONS:
         candidate = get_typestore(Stores.LATEST)
         candidate.register(get_types_from_msg(variant, KINEMATICS_POSE_TYPE))

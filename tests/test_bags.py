@@ -4,6 +4,7 @@ exactly as the recorder's CSVs of the same messages do."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -78,11 +79,16 @@ def write_bag(
     header: bool = True,
     with_poses: bool = True,
     store_definitions: bool = True,
+    pose_messages: bool = True,
+    joint_stamps: np.ndarray | None = None,
 ) -> Path:
     """COUNT joint states at 100 Hz and the controller's pose for each; the bag logs each
-    message 3 ms after its stamp, so a header stamp and a log time are told apart."""
+    message 3 ms after its stamp, so a header stamp and a log time are told apart.
+    pose_messages=False records the pose topic with no messages; joint_stamps (ns) replace the
+    joint states' header stamps, not the times the bag logs them."""
     store = typestore(header)
     stamps = START_NS + 10_000_000 * np.arange(len(joints))
+    joint_stamps = stamps if joint_stamps is None else joint_stamps
     poses = legacy_pose(joints, OMX_CHAIN)
     # Humble's sqlite3 bags store no message definitions: the reader must pick the variant.
     definition = {'msgdef': '', 'rihs01': store.hash_rihs01(KINEMATICS_POSE_TYPE)}
@@ -93,11 +99,11 @@ def write_bag(
             pose_topic = writer.add_connection(
                 '/kinematics_pose', KINEMATICS_POSE_TYPE, typestore=store, **definition
             )
-        for ns, q, pose in zip(stamps, joints, poses, strict=True):
+        for ns, joint_ns, q, pose in zip(stamps, joint_stamps, joints, poses, strict=True):
             ns = int(ns)
-            message = store.serialize_cdr(joint_state(store, ns, q), JOINT_STATE_TYPE)
+            message = store.serialize_cdr(joint_state(store, int(joint_ns), q), JOINT_STATE_TYPE)
             writer.write(joint_topic, ns + 3_000_000, message)
-            if with_poses:
+            if with_poses and pose_messages:
                 message = kinematics_pose(store, ns, pose, header)
                 # Without a header the stamp is the log time, as the recorder stamps on receipt.
                 logged = ns + 3_000_000 if header else ns
@@ -163,6 +169,56 @@ def test_a_bag_of_joint_states_alone_gives_poses_by_fk(tmp_path, joints):
     np.testing.assert_allclose(
         recording.poses, legacy_pose(recording.joints, OMX_CHAIN), atol=1e-9
     )
+
+
+@pytest.mark.parametrize('storage', [StoragePlugin.SQLITE3, StoragePlugin.MCAP], ids=str)
+def test_a_pose_topic_without_messages_gives_poses_by_fk_as_no_topic_does(
+    tmp_path, joints, caplog, storage
+):
+    logged = []
+    for with_poses in (False, True):
+        bag = write_bag(
+            tmp_path / f'bag{with_poses}', joints, storage, with_poses=with_poses,
+            pose_messages=False,
+        )  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger='iknet_train.bags'):
+            recording = load_bag(bag, OMX_CHAIN)
+        assert len(recording) == COUNT
+        np.testing.assert_allclose(
+            recording.poses, legacy_pose(recording.joints, OMX_CHAIN), atol=1e-9
+        )
+        logged.append(caplog.text.replace(str(bag), 'BAG'))
+    assert 'poses are FK of the joint states' in logged[0] and logged[0] == logged[1]
+    assert convert_main([str(bag), str(tmp_path / 'csv')]) == 0
+    metadata = json.loads((tmp_path / 'csv' / METADATA_FILE).read_text())
+    assert metadata['pose_source'] == 'fk'
+    assert metadata['streams']['kinematics_pose']['written'] == COUNT
+
+
+def test_a_stamp_going_back_is_skipped_and_counted_as_the_recorder_does(tmp_path, joints, caplog):
+    stamps = START_NS + 10_000_000 * np.arange(COUNT)
+    stamps[100] = stamps[99] - 50_000_000  # 50 ms back, as a restarted driver's clock may go
+    bag = write_bag(tmp_path / 'bag', joints, StoragePlugin.MCAP, joint_stamps=stamps)
+    mcap = next(bag.glob('*.mcap'))
+    assert convert_main([str(mcap), str(tmp_path / 'csv')]) == 0
+    streams = json.loads((tmp_path / 'csv' / METADATA_FILE).read_text())['streams']
+    assert streams['joint_states']['skipped'] == {'stamp_not_increasing': 1}
+    assert streams['joint_states']['written'] == COUNT - 1
+    with caplog.at_level(logging.INFO, logger='iknet_train.data'):
+        recording = load_bag(mcap, OMX_CHAIN)
+    assert len(recording) == COUNT - 1 and recording.dropped_poses == 1
+    assert f'{mcap}: {COUNT - 1} pairs' in caplog.text, 'the log names the bag'
+    assert 'iknet-bag-' not in caplog.text, 'not the temporary folder it was read from'
+
+
+def test_errors_reading_a_bag_name_the_bag_not_its_temporary_folder(tmp_path, joints):
+    stamps = START_NS + 10_000_000 * np.arange(COUNT) + 1000 * 10**9  # another clock
+    bag = write_bag(tmp_path / 'bag', joints, StoragePlugin.MCAP, joint_stamps=stamps)
+    with pytest.raises(BagError, match='no overlap in time') as raised:
+        load_bag(bag, OMX_CHAIN)
+    assert f'{bag} (converted to joint_states.csv) spans' in str(raised.value)
+    assert 'iknet-bag-' not in str(raised.value)
 
 
 def test_iknet_convert_writes_the_csv_pair_and_says_what_it_read(tmp_path, joints, capsys):
