@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime
 import os
 import socket
-import time
 from typing import Any
 
 import rclpy
@@ -17,6 +16,7 @@ from open_manipulator_msgs.msg import KinematicsPose
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.timer import Timer
 from sensor_msgs.msg import JointState
 
 from iknet_collect.csv_writer import (
@@ -131,8 +131,9 @@ class Recorder(Node):
         name = name or datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
         self.directory = create_recording_dir(parent, name)
         self.started = {'wall': _now_iso(), 'ros_time': self.get_clock().now().nanoseconds / 1e9}
-        # duration counts from the first message: discovery must not eat into a recording.
-        self.first_message_monotonic: float | None = None
+        # duration counts from the first message: discovery must not eat into a recording. A
+        # timer of its own ends it on time, not at the next flush (up to flush_period later).
+        self.duration_timer: Timer | None = None
         self.topics = {'joint_states': joint_topic}
         self.pose_writer = DurableCsvWriter.create(
             self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
@@ -159,6 +160,8 @@ class Recorder(Node):
         )
 
     def on_joint_state(self, message: JointState) -> None:
+        if self.done:  # messages still queued when the duration ended or an error stopped it
+            return
         receipt = self.get_clock().now().nanoseconds
         try:
             record = joint_state_record(message, receipt, self.chain.joint_names, self.joint_names)
@@ -182,6 +185,8 @@ class Recorder(Node):
             self.fail(error)
 
     def on_pose(self, message: KinematicsPose) -> None:
+        if self.done:
+            return
         receipt = self.get_clock().now().nanoseconds
         try:
             values = kinematics_pose_values(message)
@@ -197,8 +202,14 @@ class Recorder(Node):
             self.fail(error)
 
     def saw_message(self) -> None:
-        if self.first_message_monotonic is None:
-            self.first_message_monotonic = time.monotonic()
+        if self.duration and self.duration_timer is None:
+            self.duration_timer = self.create_timer(self.duration, self.on_duration)
+
+    def on_duration(self) -> None:
+        self.duration_timer.cancel()
+        if not self.done:
+            self.stop_reason = f'duration of {self.duration:g} s reached'
+            self.done = True
 
     def skip(self, stats: StreamStats, bad: BadMessageError) -> None:
         stats.skip(bad.reason)
@@ -213,11 +224,6 @@ class Recorder(Node):
             self.sync()
         except RecordingError as error:
             self.fail(error)
-            return
-        first = self.first_message_monotonic
-        if self.duration and first is not None and time.monotonic() - first >= self.duration:
-            self.stop_reason = f'duration of {self.duration:g} s reached'
-            self.done = True
 
     def sync(self) -> None:
         self.pose_writer.sync()

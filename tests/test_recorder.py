@@ -383,9 +383,11 @@ def test_a_bad_parameter_is_one_error_line(processes, tmp_path):
 
 def test_duration_counts_from_the_first_message(processes, tmp_path):
     # `duration:=1`, as a launch argument or -p gives it: whole seconds, typed as an integer.
+    # A flush period as long as the duration: the recording must end on time, not at a flush.
     recorder = start_recorder(
-        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1
-    )
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1,
+        flush_period=1.0,
+    )  # fmt: skip
     directory = tmp_path / 'out' / 'run'
     wait_for((directory / 'metadata.json').exists, 20, 'the recorder to start')
     with pytest.raises(subprocess.TimeoutExpired):  # no message yet: the clock has not started
@@ -393,6 +395,8 @@ def test_duration_counts_from_the_first_message(processes, tmp_path):
     start_sim(processes, tmp_path, torque_enabled=False)
     assert recorder.wait(timeout=60) == 0
     assert _rows(directory / 'joint_states.csv') >= 80  # 1 s at 100 Hz, not what was left of it
+    stamps = [stamp_of(row) for row in read_csv(directory / 'joint_states.csv')[1]]
+    assert (stamps[-1] - stamps[0]) / 1e9 < 1.25, 'recorded on past the duration'
     assert _metadata(directory)['stop_reason'] == 'duration of 1 s reached'
 
 
