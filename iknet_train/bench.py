@@ -57,6 +57,7 @@ from iknet_train.cli import (
     add_solutions_arguments,
     add_target_arguments,
     arm_from_args,
+    output_dir,
     solutions_subset,
     target_poses,
 )
@@ -143,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         '(roboticstoolbox draws its own)',
     )
     parser.add_argument(
-        '--out', type=Path, default=Path('bench_result'), help=f'directory for {REPORT_NAMES}'
+        '--out', type=output_dir, default='bench_result', help=f'directory for {REPORT_NAMES}'
     )
     return parser
 
@@ -155,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # No benchmark sends anything off this machine (ikpy would, on import).
         with offline():
             report, errors = run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-bench: error: {error}', file=sys.stderr)
         return 1
     write_report(
@@ -170,12 +171,12 @@ def write_report(
 ) -> None:
     """A benchmark's report as names = (json, markdown, plot) files in out, the markdown also
     printed; plot(path) draws the figure."""
+    print(markdown)  # first: the figures are seen even where a file then cannot be written
     out.mkdir(parents=True, exist_ok=True)
     json_name, markdown_name, plot_name = names
     (out / json_name).write_text(json.dumps(report, indent=2) + '\n')
     (out / markdown_name).write_text(markdown)
     plot(out / plot_name)
-    print(markdown)
     print(f'wrote {", ".join(str(out / name) for name in names)}')
 
 
@@ -264,6 +265,9 @@ def run(args: argparse.Namespace) -> tuple[dict, dict[str, np.ndarray]]:
                 contender.solve_one, *diverse_targets, args.solutions, full_turn_joints(chain)
             )
         report['solvers'][name] = result
+    if not report['solvers']:
+        reasons = '; '.join(f'{name}: {why}' for name, why in report['skipped'].items())
+        raise ValueError(f'no solver ran ({reasons})')
     return report, errors
 
 

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         chain = chain_from_args(args) or OMX_CHAIN
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-chain: error: {error}', file=sys.stderr)
         return 1
     print(json.dumps(chain.to_dict(), indent=2) if args.json else describe(chain))

@@ -12,7 +12,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -39,6 +38,8 @@ from iknet_train.cli import (
     add_solutions_arguments,
     add_target_arguments,
     arm_from_args,
+    optional_output_dir,
+    output_file,
     solutions_subset,
     target_poses,
 )
@@ -59,10 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_solutions_arguments(parser)
     parser.add_argument('--seed', type=int, default=0, help='seed of the sampled poses')
     parser.add_argument(
-        '--json', type=Path, default=Path('iknet_test.json'), help='JSON report to write'
+        '--json', type=output_file, default='iknet_test.json', help='JSON report to write'
     )
     parser.add_argument(
         '--plots',
+        type=optional_output_dir,
         default='iknet_test_plots',
         help="directory for the plots; '' for none",
     )
@@ -90,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = evaluate(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-test: error: {error}', file=sys.stderr)
         return 1
     print(format_table(report))
@@ -140,7 +142,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
     if args.plots:
-        plots = Path(args.plots)
+        plots = args.plots
         position_error, _ = pose_errors(chain, predicted, poses)
         plots.mkdir(parents=True, exist_ok=True)
         plot_error_histogram(plots / 'error_histogram.png', position_error)

@@ -31,7 +31,7 @@ from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.solvers.network import NetworkProposer
-from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
+from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args, output_dir
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
 from iknet_train.train import main as train_main
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--train-flags', default='', help='extra iknet-train flags for every run (e.g. --epochs 5)'
     )
-    parser.add_argument('--out', type=Path, default=Path('finetune_study'), help='output folder')
+    parser.add_argument('--out', type=output_dir, default='finetune_study', help='output folder')
     return parser
 
 

@@ -33,7 +33,7 @@ from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, pose_features
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter
+from iknet_train.cli import HelpFormatter, output_dir
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, limit_ranges, synthetic_samples
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help='a mixture checkpoint of the same arm to compare',
     )
-    parser.add_argument('--out', type=Path, default=Path('flow_study'), help='reports')
+    parser.add_argument('--out', type=output_dir, default='flow_study', help='reports')
     return parser
 
 

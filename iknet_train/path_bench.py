@@ -39,7 +39,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_core.solvers.warm_up import exercise_path
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter, add_urdf_arguments, urdf_chain_from_args
+from iknet_train.cli import HelpFormatter, add_urdf_arguments, output_dir, urdf_chain_from_args
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 from iknet_train.plots import save_figure
 
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
     parser.add_argument('--seed', type=int, default=0, help='seed of the random paths')
-    parser.add_argument('--out', type=Path, default=Path('path_bench'), help='report directory')
+    parser.add_argument('--out', type=output_dir, default='path_bench', help='report directory')
     return parser
 
 

@@ -61,6 +61,7 @@ from iknet_train.cli import (
     add_position_only_argument,
     add_target_arguments,
     chain_from_args,
+    output_dir,
     target_poses,
 )
 from iknet_train.plots import save_figure
@@ -129,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         'one-pose speed is on one CPU thread',
     )
     parser.add_argument(
-        '--out', type=Path, default=Path('sample_bench'), help=f'directory for {REPORT_NAMES}'
+        '--out', type=output_dir, default='sample_bench', help=f'directory for {REPORT_NAMES}'
     )
     return parser
 
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report, figure = run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-sample-bench: error: {error}', file=sys.stderr)
         return 1
     write_report(args.out, REPORT_NAMES, report, format_markdown(report), figure)

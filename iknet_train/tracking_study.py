@@ -41,7 +41,7 @@ from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter
+from iknet_train.cli import HelpFormatter, output_dir
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--epochs', type=int, default=20, help='training epochs')
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
-    parser.add_argument('--out', type=Path, default=Path('tracking_study'), help='reports')
+    parser.add_argument('--out', type=output_dir, default='tracking_study', help='reports')
     return parser
 
 

@@ -144,7 +144,9 @@ def test_a_peer_that_fails_to_build_is_reported(
     assert 'ikpy: skipped, ikpy failed to build' in (tmp_path / 'bench.md').read_text()
 
 
-def test_bad_settings_fail_with_a_message(files, tmp_path: Path, capsys) -> None:
+def test_bad_settings_fail_with_a_message(
+    files, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, recording = files
     argv = ['--data', str(recording), '--out', str(tmp_path), '--solvers', 'analytic']
     assert main([*argv, '--max-poses', '0']) == 1
@@ -156,6 +158,17 @@ def test_bad_settings_fail_with_a_message(files, tmp_path: Path, capsys) -> None
     assert main([*argv, '--data', str(recording / 'joint_states.csv')]) == 1
     assert 'takes recording directories' in capsys.readouterr().err
     assert not (tmp_path / 'bench.json').exists()
+    # Nothing left to run: the closed form is the OM-X's, and the peer is not installed.
+    monkeypatch.setattr(peers, 'is_installed', lambda name: False)
+    ur5 = ['--chain', 'ur5', '--out', str(tmp_path), '--max-poses', '5', *FAST]
+    assert main([*ur5, '--solvers', 'analytic', 'ikpy']) == 1
+    error = capsys.readouterr().err
+    assert 'no solver ran (analytic: not available for chain' in error, error
+    assert 'ikpy: not installed' in error, error
+    (tmp_path / 'file').write_text('')
+    with pytest.raises(SystemExit) as stopped:  # refused before the benchmark runs
+        main([*argv, '--out', str(tmp_path / 'file')])
+    assert stopped.value.code == 2 and 'file is a file, not a folder' in capsys.readouterr().err
 
 
 def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:

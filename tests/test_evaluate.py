@@ -88,6 +88,14 @@ def test_a_broken_model_file_fails_with_a_message(files, tmp_path: Path, capsys)
     assert 'not a readable iknet checkpoint' in capsys.readouterr().err
     assert main(['--data', str(recording), '--plots', '', '--timing-queries', '-1']) == 1
     assert '--timing-queries must be >= 1, got -1' in capsys.readouterr().err
+    (tmp_path / 'file').write_text('')
+    for flags, message in (  # refused before the evaluation, not after it
+        (('--json', str(tmp_path)), 'is a directory; give a file name'),
+        (('--plots', str(tmp_path / 'file')), 'file is a file, not a folder'),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(['--data', str(recording), *flags])
+        assert stopped.value.code == 2 and message in capsys.readouterr().err, flags
 
 
 def test_shipped_model_meets_its_targets_on_the_shipped_test_set(
