@@ -13,9 +13,11 @@ import logging
 import math
 import random
 import shlex
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import pytorch_pfn_extras as ppe
 import torch
 from pytorch_pfn_extras.training import extensions, triggers
 
-from iknet_core.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from iknet_core.checkpoint import FORMAT, Checkpoint, load_checkpoint, save_checkpoint
 from iknet_core.device import DEVICES, resolve_device
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import (
@@ -44,6 +46,8 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_recording_arguments,
     chain_from_args,
+    output_dir,
+    output_file,
     reads_recordings,
     recordings_from_args,
 )
@@ -151,7 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit = parser.add_argument_group('model and optimisation')
     fit.add_argument(
-        '--model', choices=sorted(MODELS), default=DEFAULT_MODEL_TYPE, help='architecture'
+        '--model',
+        choices=sorted(MODELS),
+        default=None,
+        help=f"architecture (default: {DEFAULT_MODEL_TYPE}; with --init-from, the model's own)",
     )
     fit.add_argument(
         '--model-config',
@@ -218,12 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out = parser.add_argument_group('output')
     out.add_argument(
-        '--save-model', type=Path, default=Path('iknet.pt'), help='checkpoint file to write'
+        '--save-model', type=output_file, default='iknet.pt', help='checkpoint file to write'
     )
     out.add_argument(
         '--out',
-        type=Path,
-        default=Path('iknet_train_result'),
+        type=output_dir,
+        default='iknet_train_result',
         help='directory for the log, loss.png and snapshots',
     )
     out.add_argument('--resume', type=Path, default=None, help='snapshot file to resume from')
@@ -237,12 +244,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    try:
-        train(args, command=shlex.join(['iknet-train', *argv]))
-    except (ValueError, FileNotFoundError) as error:
-        print(f'iknet-train: error: {error}', file=sys.stderr)
-        return 1
+    started = time.time()
+    with terminate_as_interrupt() as stopped_by:
+        try:
+            train(args, command=shlex.join(['iknet-train', *argv]))
+        except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
+            print(f'iknet-train: error: {error}', file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(f'iknet-train: {interrupted(args, started)}', file=sys.stderr)
+            return 128 + stopped_by[-1]
     return 0
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[list[int]]:
+    """SIGTERM (kill, a job scheduler's stop) ends a run as Ctrl-C does; yields the signals
+    received, SIGINT first, for the exit status. The handler before it comes back after."""
+    stopped_by = [signal.SIGINT]
+
+    def stop(number: int, frame: object) -> None:
+        stopped_by.append(number)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield stopped_by
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted(args: argparse.Namespace, started: float) -> str:
+    """What an interrupted run leaves and how to carry it on: the snapshot of its last whole
+    epoch, if it wrote one (an older run's in the same --out is not its own)."""
+    for partial in args.out.glob('tmp_*'):  # a file ppe was writing when the signal came
+        if partial.stat().st_mtime >= started:
+            partial.unlink()
+    snapshot = args.out / 'snapshot'
+    if not (snapshot.is_file() and snapshot.stat().st_mtime >= started):
+        return f'interrupted before its first epoch ended; nothing was saved to {args.save_model}'
+    return (
+        f'interrupted; nothing was saved to {args.save_model}. The snapshot of the last whole '
+        f'epoch is {snapshot}: carry the run on with the same flags and --resume {snapshot}'
+    )
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -255,6 +299,8 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(f'--lr must be > 0, got {args.lr}')
     if args.synthetic < 0:
         raise ValueError(f'--synthetic must be >= 0, got {args.synthetic}')
+    if not 0.0 < args.val_block_s < math.inf:
+        raise ValueError(f'--val-block-s must be a number of seconds > 0, got {args.val_block_s}')
     if not 0.0 < args.train_val_ratio < 1.0:
         raise ValueError(f'--train-val-ratio must be between 0 and 1, got {args.train_val_ratio}')
     if not 0.0 <= args.sample_fk_weight < math.inf:
@@ -288,6 +334,28 @@ def model_overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
+def load_snapshot(path: Path, device: torch.device) -> dict:
+    """The snapshot --resume names, read before any data is loaded; ValueError saying what the
+    file is where it is not one."""
+    try:
+        snapshot = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # unpickling a file that is not torch's raises many kinds
+        raise ValueError(
+            f'--resume {path} is not a file torch can read ({type(error).__name__}); '
+            'iknet-train writes a snapshot to --out/snapshot after each epoch'
+        ) from None
+    if isinstance(snapshot, dict) and snapshot.get('format') == FORMAT:
+        raise ValueError(
+            f'--resume {path} is a model checkpoint (--save-model), not a snapshot of a run: '
+            f'to train further from its model, start a new run with --init-from {path}'
+        )
+    if not (isinstance(snapshot, dict) and '_start_iteration' in snapshot):
+        raise ValueError(
+            f'--resume {path} is not a snapshot of an iknet-train run (--out/snapshot)'
+        )
+    return snapshot
+
+
 def check_resumable(args: argparse.Namespace, snapshot: dict, total_steps: int) -> None:
     """A snapshot carries on the run it came from, whose one-cycle schedule has a fixed length:
     the flags must make as many iterations (the same data, batch size and --epochs)."""
@@ -316,6 +384,11 @@ def check_fine_tune(
     fine-tune: the base gives the architecture and defaults, the snapshot the state."""
     if model_config:
         raise ValueError('--model-config cannot change the architecture of an --init-from model')
+    if args.model not in (None, base.model_type):
+        raise ValueError(
+            f'--model {args.model}: {args.init_from} holds a model of type {base.model_type}, '
+            'and a fine-tune keeps its architecture; drop --model'
+        )
     if len(base.joint_names) != chain.n_joints:
         raise ValueError(
             f'{args.init_from} has {len(base.joint_names)} joints ({base.chain.name}); '
@@ -420,11 +493,13 @@ def train(
     device = resolve_device(args.device)
     if args.amp == 'fp16' and device.type != 'cuda':
         raise ValueError(f'--amp fp16 needs CUDA (training on {device}); bf16 runs on the CPU too')
+    snapshot = load_snapshot(args.resume, device) if args.resume is not None else None
     base = load_checkpoint(args.init_from) if args.init_from is not None else None
     chain = chain_from_args(args) or (base.chain if base else OMX_CHAIN)
     if base is not None:
         check_fine_tune(args, base, chain, model_config)
         args.model = base.model_type
+    args.model = args.model or DEFAULT_MODEL_TYPE
     if args.sample_fk_weight > 0.0 and args.model != 'mixture':
         raise ValueError(
             f'--sample-fk-weight trains a mixture model on its own samples; this run trains '
@@ -526,8 +601,7 @@ def train(
         manager.extend(extension)
     if not args.no_progress:
         manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
-    if args.resume is not None:
-        snapshot = torch.load(args.resume, map_location=device, weights_only=True)
+    if snapshot is not None:
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         for saved in snapshot.get('optimizers', {}).values():
             adopt_kernels(saved, optimizer)

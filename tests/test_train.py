@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +19,7 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics, pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
+from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.losses import multi_hypothesis_loss
 from iknet_train.schedules import adopt_kernels, one_cycle
@@ -157,6 +162,8 @@ def test_fp16_training_and_the_cuda_backend_on_a_gpu(recording: Path, tmp_path: 
 
 
 def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) -> None:
+    model, text = str(shipped(DEFAULT_MODEL)), tmp_path / 'notes.txt'
+    text.write_text('not a snapshot\n')
     assert main(['--kinematics-pose-csv', 'a.csv', '--save-model', str(tmp_path / 'm.pt')]) == 1
     assert 'give them in pairs' in capsys.readouterr().err
     assert train(tmp_path / 'missing', tmp_path) == 1
@@ -174,10 +181,50 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new run with'),
         (('--sample-fk-weight', '-1'), '--sample-fk-weight must be a finite number >= 0, got -1'),
         (('--sample-fk-weight', '5'), 'this run trains an iknet model'),
+        (('--val-block-s', '0'), '--val-block-s must be a number of seconds > 0, got 0.0'),
+        (('--resume', model), f'--resume {model} is a model checkpoint (--save-model), not a'),
+        (('--resume', str(text)), f'--resume {text} is not a file torch can read'),
+        (('--init-from', model, '--model', 'mixture'), 'holds a model of type iknet, and a fine'),
     ):
         assert train(recording, tmp_path / 'bad', *flags) == 1, flags
         assert message in capsys.readouterr().err, flags
     assert not (tmp_path / 'bad').exists(), 'refused before anything is written'
+
+
+def test_a_run_ended_by_sigterm_says_how_to_carry_it_on(recording: Path, tmp_path: Path) -> None:
+    out = tmp_path / 'run'
+    command = [sys.executable, '-m', 'iknet_train.train', '--data', str(recording),
+               '--synthetic', '2000', '--epochs', '1000', '--model-config', SMALL, '--no-progress',
+               '--save-model', str(out / 'model.pt'), '--out', str(out)]  # fmt: skip
+    quiet, caught = subprocess.DEVNULL, subprocess.PIPE
+    process = subprocess.Popen(command, stdout=quiet, stderr=caught, text=True)
+    try:
+        deadline = time.monotonic() + 300.0  # a cold start imports torch and compiles kernels
+        while not (out / 'snapshot').exists() and process.poll() is None:
+            assert time.monotonic() < deadline, 'no snapshot after 300 s'
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + signal.SIGTERM, errors
+    assert f'same flags and --resume {out / "snapshot"}' in errors and 'Traceback' not in errors
+    assert not (out / 'model.pt').exists() and not list(out.glob('tmp_*'))
+
+
+def test_outputs_that_could_not_be_written_are_refused_before_the_run(tmp_path, capsys) -> None:
+    (tmp_path / 'file').write_text('')
+    for flags, message in (
+        (('--save-model', str(tmp_path)), 'is a directory; give a file name'),
+        (('--save-model', str(tmp_path / 'file' / 'm.pt')), 'file is a file, not a folder'),
+        (('--out', str(tmp_path / 'file')), 'file is a file, not a folder'),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main([*flags, '--data'])
+        assert stopped.value.code == 2, flags
+        assert message in capsys.readouterr().err, flags
 
 
 # Batch 256: ~12 iterations an epoch, timed whole; batch 64: ~50, timed in its middle.
