@@ -25,12 +25,13 @@ matplotlib.use('Agg')  # files only; no display on robots and CI
 
 import optuna
 import pytorch_pfn_extras as ppe
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError  # optuna's RDB storage runs on it
 
 from iknet_core.checkpoint import load_checkpoint
-from iknet_train.cli import HelpFormatter
+from iknet_train.cli import HelpFormatter, output_dir, output_file
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
-from iknet_train.train import train
+from iknet_train.train import check_flags, train
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,16 @@ BLOCKS = (1, 4)
 HYPOTHESES = (2, 4, 8)
 LEARNING_RATES = (1e-3, 2e-2)
 BATCH_SIZES = (512, 1024, 2048, 4096)
+
+# What fails one trial and lets the study go on: a setting iknet-train refuses, or memory.
+TRIAL_ERRORS = (ValueError, RuntimeError)
+# How to get SQLAlchemy's usual drivers, by module. SQLAlchemy 2.1 runs postgresql:// on psycopg
+# (3); psycopg2-binary, the README's and the tests', needs postgresql+psycopg2:// there.
+DRIVER_INSTALLS = {
+    'psycopg': "pip install 'psycopg[binary]', or with psycopg2-binary: postgresql+psycopg2://...",
+    'psycopg2': 'pip install psycopg2-binary',
+    'MySQLdb': 'pip install mysqlclient',
+}
 
 
 class PruneOnValidation(ppe.training.extension.Extension):
@@ -79,10 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--study-name', default='iknet', help='joins the study if it exists')
     parser.add_argument('--seed', type=int, default=None, help="seeds this process's sampler")
     parser.add_argument(
-        '--out', type=Path, default=Path('iknet_tune_result'), help='trial runs and the plots'
+        '--out', type=output_dir, default='iknet_tune_result', help='trial runs and the plots'
     )
     parser.add_argument(
-        '--save-model', type=Path, default=Path('iknet_tuned.pt'), help="the best trial's model"
+        '--save-model', type=output_file, default='iknet_tuned.pt', help="the best trial's model"
     )
     return parser
 
@@ -114,7 +125,11 @@ def objective(trial: optuna.Trial, train_argv: list[str], out: Path) -> float:
     args = build_train_parser().parse_args(argv)
     trial.set_user_attr('host', socket.gethostname())
     trial.set_user_attr('command', ' '.join(['iknet-train', *argv]))
-    path = train(args, trial.user_attrs['command'], [PruneOnValidation(trial)])
+    try:
+        path = train(args, trial.user_attrs['command'], [PruneOnValidation(trial)])
+    except TRIAL_ERRORS as error:  # kept in the study, for the report to say why none completed
+        trial.set_user_attr('error', f'{type(error).__name__}: {first_line(error)}')
+        raise
     trial.set_user_attr('model', str(path.resolve()))
     return float(load_checkpoint(path).training['best_val_loss'])
 
@@ -137,21 +152,19 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     return written
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format='%(message)s')
-    own, train_argv = split_argv(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(own)
+def check_train_flags(train_argv: list[str]) -> None:
+    """Refuse, once before any trial, iknet-train flags every trial would refuse: argparse exits
+    with iknet-train's usage, check_flags raises ValueError naming the flag."""
+    if any(flag.startswith('--init-from') for flag in train_argv):
+        raise ValueError('trials choose the architecture: --init-from cannot be tuned')
+    check_flags(build_train_parser().parse_args(train_argv))
+
+
+def open_study(args: argparse.Namespace) -> optuna.Study:
+    """The study in --storage, created or joined; ValueError naming --storage where it cannot be
+    opened (a driver not installed, a URL SQLAlchemy cannot read, a database out of reach)."""
     try:
-        if args.trials < 1:
-            raise ValueError(f'--trials must be >= 1, got {args.trials}')
-        if any(flag.startswith('--init-from') for flag in train_argv):
-            raise ValueError('trials choose the architecture: --init-from cannot be tuned')
-        try:  # bad iknet-train flags fail before a trial, with iknet-train's usage
-            build_train_parser().parse_args(train_argv)
-        except SystemExit as exit_:
-            return int(exit_.code or 0)
-        args.out.mkdir(parents=True, exist_ok=True)
-        study = optuna.create_study(
+        return optuna.create_study(
             storage=args.storage,
             study_name=args.study_name,
             direction='minimize',
@@ -159,14 +172,60 @@ def main(argv: Sequence[str] | None = None) -> int:
             sampler=optuna.samplers.TPESampler(seed=args.seed),
             pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=2),
         )
+    except ImportError as error:
+        problem = missing_driver(error)
+    except ArgumentError as error:  # a URL without a known dialect, or no URL at all
+        problem = f'{error}; give an RDB URL such as sqlite:///file.db'
+    except SQLAlchemyError as error:
+        problem = first_line(error)
+    raise ValueError(f'--storage {args.storage}: {problem}')
+
+
+def missing_driver(error: ImportError) -> str:
+    """What to install: optuna's ImportError hides the driver's name in SQLAlchemy's, its cause."""
+    module = getattr(error.__cause__, 'name', None)
+    if module is None:
+        return first_line(error.__cause__ or error)
+    install = f' ({DRIVER_INSTALLS[module]})' if module in DRIVER_INSTALLS else ''
+    return f'its database driver {module} is not installed{install}'
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message: SQLAlchemy's and CUDA's go on for several."""
+    return str(error).partition('\n')[0]
+
+
+def one_line_refusals(record: logging.LogRecord) -> bool:
+    """optuna's log filter: a trial iknet-train refused (a ValueError naming the flag) is one
+    line, as iknet-train prints it; a RuntimeError keeps its traceback."""
+    if record.exc_info and isinstance(record.exc_info[1], ValueError):
+        record.exc_info = None
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    # The logger optuna reports failed trials on (a private name: tests/test_tune.py sees the
+    # tracebacks come back if it moves); adding the same filter again is a no-op.
+    optuna.logging.get_logger('optuna.study._optimize').addFilter(one_line_refusals)
+    own, train_argv = split_argv(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(own)
+    try:
+        if args.trials < 1:
+            raise ValueError(f'--trials must be >= 1, got {args.trials}')
+        try:
+            check_train_flags(train_argv)
+        except SystemExit as exit_:
+            return int(exit_.code or 0)
+        study = open_study(args)
+        args.out.mkdir(parents=True, exist_ok=True)
         study.optimize(
             lambda trial: objective(trial, train_argv, args.out),
             n_trials=args.trials,
             timeout=args.timeout,
-            # A setting iknet-train refuses, or one that runs out of memory, fails that trial.
-            catch=(ValueError, RuntimeError),
+            catch=TRIAL_ERRORS,
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-tune: error: {error}', file=sys.stderr)
         return 1
     return report(study, args)
@@ -179,7 +238,7 @@ def report(study: optuna.Study, args: argparse.Namespace) -> int:
     try:
         best = study.best_trial
     except ValueError:
-        print('iknet-tune: no trial completed', file=sys.stderr)
+        print(f'iknet-tune: no trial completed{first_failure(study)}', file=sys.stderr)
         return 1
     print(f'best trial {best.number}: val/loss {best.value:.4g} with {best.params}')
     model = Path(best.user_attrs.get('model', ''))
@@ -192,6 +251,14 @@ def report(study: optuna.Study, args: argparse.Namespace) -> int:
     for path in write_plots(study, args.out):
         print(f'wrote {path}')
     return 0
+
+
+def first_failure(study: optuna.Study) -> str:
+    """'; trial N failed: why', for the first failed trial whose error the study kept, or ''."""
+    for trial in study.trials:
+        if trial.state == optuna.trial.TrialState.FAIL and 'error' in trial.user_attrs:
+            return f'; trial {trial.number} failed: {trial.user_attrs["error"]}'
+    return ''
 
 
 if __name__ == '__main__':

@@ -45,6 +45,51 @@ def test_bad_train_flags_fail_before_any_trial(tmp_path: Path, capsys):
     assert not (tmp_path / 'study.db').exists()
 
 
+def test_train_flags_every_trial_refuses_fail_before_any_trial(tmp_path: Path, capsys):
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    argv = ['--trials', '3', '--storage', storage, '--out', str(tmp_path / 'out'), '--',
+            '--epochs', '0']  # fmt: skip
+    assert main(argv) == 1
+    assert capsys.readouterr().err == 'iknet-tune: error: --epochs must be at least 1, got 0\n'
+    assert not (tmp_path / 'study.db').exists()
+
+
+def test_failed_trials_are_one_line_each_and_the_last_line_says_why(tmp_path: Path):
+    # --amp fp16 on the CPU passes iknet-train's flag checks; each trial's training refuses it.
+    command = [sys.executable, '-m', 'iknet_train.tune', '--trials', '2', '--storage',
+               f'sqlite:///{tmp_path / "study.db"}', '--out', str(tmp_path / 'out'), '--',
+               '--device', 'cpu', '--amp', 'fp16']  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert 'Traceback' not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        'iknet-tune: no trial completed; trial 0 failed: ValueError: --amp fp16'
+    )
+
+
+@pytest.mark.parametrize(
+    ('storage', 'problem'),
+    [
+        # A URL that names no driver: whichever SQLAlchemy picks (psycopg2 or psycopg) is
+        # hidden, so no connection is tried; then the README's.
+        ('postgresql://user@dbhost/iknet', 'is not installed (pip install '),
+        ('postgresql+psycopg2://user@dbhost/iknet', 'driver psycopg2 is not installed (pip '
+         'install psycopg2-binary)'),
+        ('bogus://x', "Can't load plugin: sqlalchemy.dialects:bogus"),
+    ],
+)  # fmt: skip
+def test_a_storage_it_cannot_open_is_one_line_naming_it(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, storage: str, problem: str
+):
+    for driver in ('psycopg2', 'psycopg'):
+        monkeypatch.setitem(sys.modules, driver, None)  # its import fails, as where not installed
+    assert main(['--storage', storage, '--out', str(tmp_path / 'out')]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f'iknet-tune: error: --storage {storage}: ') and problem in error
+    assert error.count('\n') == 1 and not (tmp_path / 'out').exists()
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
