@@ -20,8 +20,29 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import joint_differences
 from iknet_core.onnx_graph import ExportedNetwork, write_onnx
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.cli import HelpFormatter, add_model_argument
+from iknet_train.cli import HelpFormatter, add_model_argument, output_file
 from iknet_train.synthetic import synthetic_samples
+
+# The opsets write_onnx's TorchScript exporter writes: from its base (its legacy 7 and 8 write a
+# Where this graph needs, which onnxruntime refuses below 9) to its highest (torch warns that
+# newer ones need its dynamo exporter). torch names the range only in a private module, so a
+# torch without it gets the range torch 2.0 had.
+_ONNX_CONSTANTS = getattr(torch.onnx, '_constants', None)
+OPSETS = range(
+    getattr(_ONNX_CONSTANTS, 'ONNX_BASE_OPSET', 9),
+    getattr(_ONNX_CONSTANTS, 'ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET', 17) + 1,
+)
+
+
+def opset_version(text: str) -> int:
+    """argparse type of --opset: refused at the start, not as an exporter traceback."""
+    value = int(text)
+    if value not in OPSETS:
+        raise argparse.ArgumentTypeError(
+            f'{value} is not an opset torch {torch.__version__} exports this network to: give '
+            f'{OPSETS.start} to {OPSETS.stop - 1}'
+        )
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,12 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_argument(parser, solvers=False)
     parser.add_argument(
         '--output',
-        type=Path,
+        type=output_file,
         default=None,
         help='ONNX file (default: the model name with .onnx, or .fp16.onnx, here)',
     )
     parser.add_argument('--fp16', action='store_true', help='network weights in half precision')
-    parser.add_argument('--opset', type=int, default=17, help='ONNX opset version')
+    parser.add_argument(
+        '--opset',
+        type=opset_version,
+        default=17,
+        help=f'ONNX opset version, {OPSETS.start} to {OPSETS.stop - 1}',
+    )
     parser.add_argument(
         '--check-samples', type=int, default=1000, help='random poses compared with torch'
     )
@@ -52,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output, differences = export(
             args.model, args.output, args.fp16, args.opset, args.check_samples, args.seed
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-export: error: {error}', file=sys.stderr)
         return 1
     largest = ', '.join(f'{value:.3g} {unit}' for unit, value in differences.items())
@@ -73,11 +99,15 @@ def export(
 ) -> tuple[Path, dict[str, float]]:
     """Writes the ONNX file; returns it and the max |onnxruntime - torch| difference per unit
     of the chain's joints ('rad', and 'm' where it has prismatic ones)."""
+    if check_samples < 1:
+        raise ValueError(
+            f'--check-samples must be at least 1 (every export is checked), got {check_samples}'
+        )
     model_path = model_path or shipped(DEFAULT_MODEL)
     output = output or Path(model_path.stem + ('.fp16.onnx' if fp16 else '.onnx'))
     checkpoint = load_checkpoint(model_path)
     wrapper = ExportedNetwork(checkpoint.model, fp16).eval()
-    poses, _ = synthetic_samples(checkpoint.chain, max(check_samples, 2), seed)
+    poses, _ = synthetic_samples(checkpoint.chain, check_samples, seed)
     poses = torch.as_tensor(poses, dtype=torch.float32)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_onnx(wrapper, checkpoint.chain, output, opset)

@@ -15,7 +15,7 @@ from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.metrics import wrapped_difference
 from iknet_core.networks import build_model
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.export import export, main
+from iknet_train.export import OPSETS, export, main
 from iknet_train.synthetic import synthetic_samples
 
 
@@ -55,6 +55,42 @@ def test_cli_prints_the_difference_and_fp16_halves_the_weights(
     assert capsys.readouterr().out.count('max joint difference') == 2
     weights = [i for i in onnx.load(str(half)).graph.initializer if len(i.dims) == 2]
     assert weights and all(i.data_type == onnx.TensorProto.FLOAT16 for i in weights)
+
+
+@pytest.mark.parametrize('opset', [5, 99])
+def test_an_opset_the_exporter_does_not_write_is_refused_in_one_line(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture, opset: int
+) -> None:
+    output = tmp_path / 'm.onnx'
+    with pytest.raises(SystemExit) as exit_:
+        main(['--model', str(model_path), '--output', str(output), '--opset', str(opset)])
+    assert exit_.value.code == 2 and not output.exists()
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith('iknet-export: error: argument --opset: ')
+    assert f'give {OPSETS.start} to {OPSETS.stop - 1}' in error
+
+
+def test_an_output_that_could_not_be_written_is_refused_before_the_export(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(['--model', str(model_path), '--output', str(tmp_path)])
+    assert exit_.value.code == 2
+    assert 'argument --output: ' in capsys.readouterr().err
+    assert not list(tmp_path.glob('*.onnx'))
+
+
+def test_check_samples_counts_the_poses_compared_and_refuses_none(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    output = tmp_path / 'm.onnx'
+    assert main(['--model', str(model_path), '--output', str(output), '--check-samples', '0']) == 1
+    assert capsys.readouterr().err.strip() == (
+        'iknet-export: error: --check-samples must be at least 1 (every export is checked), got 0'
+    )
+    assert not output.exists()
+    assert main(['--model', str(model_path), '--output', str(output), '--check-samples', '1']) == 0
+    assert 'onnxruntime vs torch on 1 poses' in capsys.readouterr().out
 
 
 def test_a_chain_with_a_slide_reports_its_difference_in_metres(
