@@ -24,9 +24,9 @@ from iknet_collect.hand_guided import HandGuidedMotion
 from iknet_collect.joint_goals import GoalRejectedError, joint_goal, path_time
 from iknet_collect.legacy_pose import legacy_pose
 from iknet_collect.motion import Trajectory
-from iknet_collect.params import declare
 from iknet_collect.trajectory_action import TrajectoryActionServer
 from iknet_core.kinematics import OMX_CHAIN
+from iknet_ros.node_parameters import declare
 from iknet_ros.node_runtime import run_node
 
 GRIPPER = 'gripper'

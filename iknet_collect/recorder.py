@@ -34,7 +34,6 @@ from iknet_collect.message_rows import (
     message_stamp_ns,
     pose_row,
 )
-from iknet_collect.params import choice_validator, declare
 from iknet_collect.stream_stats import StreamStats
 from iknet_core.csv_schema import (
     JOINT_STATES_FILE,
@@ -45,6 +44,7 @@ from iknet_core.csv_schema import (
 )
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
+from iknet_ros.node_parameters import choice_validator, declare
 from iknet_ros.node_runtime import run_node
 
 POSE_SOURCES = ('topic', 'fk')

@@ -8,12 +8,12 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from iknet_collect.params import declare as declare_parameter
 from iknet_core.device import DEVICES
 from iknet_core.solvers.factory import SOLVER_NAMES as SOLVERS
 from iknet_core.solvers.network import BACKENDS
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
 from iknet_ros.arm_command import COMMAND_INTERFACES
+from iknet_ros.node_parameters import declare as declare_parameter
 
 
 @dataclass(frozen=True)

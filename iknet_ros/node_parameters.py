@@ -26,11 +26,13 @@ def declare(
     int_range: tuple[int, int] | None = None,
     read_only: bool = True,
 ) -> Any:
-    """Declare a parameter and return its value; ranges are enforced by rclpy itself.
+    """Declare a parameter and return its value, refused (rclpy's ParameterException) where it is
+    of the wrong type or outside its range.
 
     Start-up parameters are read-only: changing them while running would not take effect. A
     read-only number given whole (`duration:=60`, which launch and `-p` type as an integer) is
-    taken as the float it means: declared with dynamic typing, then checked here.
+    taken as the float it means: declared with dynamic typing, then type- and range-checked
+    here (rclpy checks the rest). The node keeps it as given, so `ros2 param get` shows 60.
     """
     whole_numbers_taken = read_only and _is_floats(default)
     descriptor = ParameterDescriptor(
