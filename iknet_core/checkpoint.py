@@ -69,10 +69,16 @@ def save_checkpoint(
         'training': training or {},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f'.{path.name}.partial')
+    partial = partial_path(path)
     torch.save(content, partial)
     os.replace(partial, path)
     return path
+
+
+def partial_path(path: Path | str) -> Path:
+    """Where save_checkpoint writes before it renames: hidden, beside the file."""
+    path = Path(path)
+    return path.with_name(f'.{path.name}.partial')
 
 
 # Config fields added since format version 1, with the value that rebuilds a model saved before

@@ -11,7 +11,6 @@ Exit code 0 on success.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -20,11 +19,11 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
 from iknet_ros.arm_command import duration_s
-from iknet_ros.node_runtime import STOP_SIGNALS
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.requests import MAX_ALTERNATIVES
 from iknet_ros.service_calls import call_with_resend, spin_until
@@ -409,30 +408,24 @@ def plot_path(path_file: Path, path: np.ndarray, response) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(rclpy.utilities.remove_ros_args(['ik_client', *argv])[1:])
-    stopped_by = [signal.SIGINT]  # the signal that ends the client: exit status 128 + its number
-
-    def stop(number: int, frame: object) -> None:
-        stopped_by.append(number)
-        raise KeyboardInterrupt
-
-    for number in STOP_SIGNALS:  # before rclpy.init: its handler calls this one after its own
-        signal.signal(number, stop)
-    rclpy.init()
-    node = rclpy.create_node('ik_client')
-    try:
-        if is_path(args):
-            return 0 if follow_shape(node, args) else 1
-        quaternion = target_quaternion(args)
-        ok = solve(node, args, quaternion)
-        if ok and args.move:
-            ok = move(node, args, quaternion)
-        return 0 if ok else 1
-    except KeyboardInterrupt:
-        return 128 + stopped_by[-1]
-    except Exception:
-        if rclpy.ok():
-            raise
-        return 128 + stopped_by[-1]  # a signal shut rclpy down before its handler ran
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    # Installed before rclpy.init: rclpy's handler calls this one after its own.
+    with signals_as_interrupt() as stopped_by:
+        rclpy.init()
+        node = rclpy.create_node('ik_client')
+        try:
+            if is_path(args):
+                return 0 if follow_shape(node, args) else 1
+            quaternion = target_quaternion(args)
+            ok = solve(node, args, quaternion)
+            if ok and args.move:
+                ok = move(node, args, quaternion)
+            return 0 if ok else 1
+        except KeyboardInterrupt:
+            return 128 + stopped_by[-1]
+        except Exception:
+            if rclpy.ok():
+                raise
+            return 128 + stopped_by[-1]  # a signal shut rclpy down before its handler ran
+        finally:
+            node.destroy_node()
+            rclpy.try_shutdown()

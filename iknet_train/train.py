@@ -16,8 +16,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,8 +25,15 @@ import pytorch_pfn_extras as ppe
 import torch
 from pytorch_pfn_extras.training import extensions, triggers
 
-from iknet_core.checkpoint import FORMAT, Checkpoint, load_checkpoint, save_checkpoint
+from iknet_core.checkpoint import (
+    FORMAT,
+    Checkpoint,
+    load_checkpoint,
+    partial_path,
+    save_checkpoint,
+)
 from iknet_core.device import DEVICES, resolve_device
+from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import (
     DEFAULT_MODEL_TYPE,
@@ -91,6 +97,9 @@ TRAIN_DEFAULTS = {
     ),
 }
 AMP_MODES = ('off', 'bf16', 'fp16')
+# What a run writes into --out, each epoch.
+SNAPSHOT_FILE, LOG_FILE, LOSS_PLOT_FILE = 'snapshot', 'log', 'loss.png'
+RUN_FILES = (SNAPSHOT_FILE, LOG_FILE, LOSS_PLOT_FILE)
 AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
 # --init-from: a short schedule in small batches, as a fine-tune often has only ~1,000 samples.
 # Peak lr 3e-4: at 1e-3 an OM-X fine-tune on 10,000 samples ended worse than on 1,000 (1.5 mm
@@ -245,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     started = time.time()
-    with terminate_as_interrupt() as stopped_by:
+    with signals_as_interrupt([signal.SIGTERM]) as stopped_by:  # SIGINT: Python's own
         try:
             train(args, command=shlex.join(['iknet-train', *argv]))
         except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
@@ -257,31 +266,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-@contextmanager
-def terminate_as_interrupt() -> Iterator[list[int]]:
-    """SIGTERM (kill, a job scheduler's stop) ends a run as Ctrl-C does; yields the signals
-    received, SIGINT first, for the exit status. The handler before it comes back after."""
-    stopped_by = [signal.SIGINT]
-
-    def stop(number: int, frame: object) -> None:
-        stopped_by.append(number)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield stopped_by
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def interrupted(args: argparse.Namespace, started: float) -> str:
     """What an interrupted run leaves and how to carry it on: the snapshot of its last whole
     epoch, if it wrote one (an older run's in the same --out is not its own)."""
-    for partial in args.out.glob('tmp_*'):  # a file ppe was writing when the signal came
-        if partial.stat().st_mtime >= started:
-            partial.unlink()
-    snapshot = args.out / 'snapshot'
+    # Files cut off mid-write: ppe's (it writes tmp_NAME, then renames it) and the model's.
+    partials = [args.out / f'tmp_{name}' for name in RUN_FILES]
+    for partial in [*partials, partial_path(args.save_model)]:
+        partial.unlink(missing_ok=True)
+    snapshot = args.out / SNAPSHOT_FILE
     if not (snapshot.is_file() and snapshot.stat().st_mtime >= started):
+        snapshot = args.resume  # no epoch ended: the snapshot it resumed still carries it on
+    if snapshot is None:
         return f'interrupted before its first epoch ended; nothing was saved to {args.save_model}'
     return (
         f'interrupted; nothing was saved to {args.save_model}. The snapshot of the last whole '
@@ -339,6 +334,8 @@ def load_snapshot(path: Path, device: torch.device) -> dict:
     file is where it is not one."""
     try:
         snapshot = torch.load(path, map_location=device, weights_only=True)
+    except OSError:  # cannot be read at all: its own words say why
+        raise
     except Exception as error:  # unpickling a file that is not torch's raises many kinds
         raise ValueError(
             f'--resume {path} is not a file torch can read ({type(error).__name__}); '
@@ -568,7 +565,7 @@ def train(
         extensions=[
             extensions.Evaluator(val_loader, model, eval_func=validate),
             best,
-            extensions.LogReport(trigger=(1, 'epoch')),
+            extensions.LogReport(trigger=(1, 'epoch'), filename=LOG_FILE),
             extensions.PrintReport(
                 [
                     'epoch',
@@ -584,12 +581,12 @@ def train(
             extensions.PlotReport(
                 ['train/loss', 'val/loss'],
                 'epoch',
-                filename='loss.png',
+                filename=LOSS_PLOT_FILE,
                 # A likelihood loss goes negative: no log axis for it.
                 postprocess=None if args.model == 'mixture' else log_scale,
             ),
             extensions.observe_lr(optimizer),
-            extensions.snapshot(filename='snapshot', n_retains=1),
+            extensions.snapshot(filename=SNAPSHOT_FILE, n_retains=1),
         ],
     )
     schedule = None
