@@ -156,13 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # No benchmark sends anything off this machine (ikpy would, on import).
         with offline():
             report, errors = run(args)
+        write_report(
+            args.out, REPORT_NAMES, report, format_markdown(report),
+            lambda path: plot_bench(path, report, errors),
+        )  # fmt: skip
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-bench: error: {error}', file=sys.stderr)
         return 1
-    write_report(
-        args.out, REPORT_NAMES, report, format_markdown(report),
-        lambda path: plot_bench(path, report, errors),
-    )  # fmt: skip
     return 0
 
 

@@ -112,7 +112,10 @@ def run(args: argparse.Namespace) -> dict:
             '--no-progress', *flags,
             *shlex.split(args.train_flags),
         ]  # fmt: skip
-        if train_main(argv) != 0:
+        status = train_main(argv)
+        if status > 128:  # a signal ended it: the study ends too, with its status
+            raise SystemExit(status)
+        if status != 0:
             raise RuntimeError(f'iknet-train failed for {name}: {" ".join(argv)}')
         return network_error_mm(model, arm_b, test_poses)
 
@@ -172,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not 0.0 < args.scale < 1.0:
             raise ValueError(f'--scale must be in (0, 1), got {args.scale}')
         results = run(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError) as error:
         print(f'iknet-finetune-study: error: {error}', file=sys.stderr)
         return 1
     count = args.compare_at

@@ -140,10 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report, figure = run(args)
+        write_report(args.out, REPORT_NAMES, report, format_markdown(report), figure)
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
         print(f'iknet-sample-bench: error: {error}', file=sys.stderr)
         return 1
-    write_report(args.out, REPORT_NAMES, report, format_markdown(report), figure)
     return 0
 
 

@@ -120,7 +120,7 @@ def objective(trial: optuna.Trial, train_argv: list[str], out: Path) -> float:
     argv = [
         *train_argv,
         '--model-config', json.dumps(config), '--lr', repr(lr), '--batch-size', str(batch_size),
-        '--save-model', str(run / 'model.pt'), '--out', str(run), '--no-progress',
+        *run_outputs(run), '--no-progress',
     ]  # fmt: skip
     args = build_train_parser().parse_args(argv)
     trial.set_user_attr('host', socket.gethostname())
@@ -152,12 +152,18 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     return written
 
 
-def check_train_flags(train_argv: list[str]) -> None:
+def run_outputs(run: Path) -> list[str]:
+    """A trial's iknet-train outputs: all in its own folder under --out."""
+    return ['--save-model', str(run / 'model.pt'), '--out', str(run)]
+
+
+def check_train_flags(train_argv: list[str], out: Path) -> None:
     """Refuse, once before any trial, iknet-train flags every trial would refuse: argparse exits
-    with iknet-train's usage, check_flags raises ValueError naming the flag."""
+    with iknet-train's usage, check_flags raises ValueError naming the flag. The outputs checked
+    are a trial's, under out, not iknet-train's defaults, which no trial writes."""
     if any(flag.startswith('--init-from') for flag in train_argv):
         raise ValueError('trials choose the architecture: --init-from cannot be tuned')
-    check_flags(build_train_parser().parse_args(train_argv))
+    check_flags(build_train_parser().parse_args([*train_argv, *run_outputs(out / 'trial_0')]))
 
 
 def open_study(args: argparse.Namespace) -> optuna.Study:
@@ -214,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.trials < 1:
             raise ValueError(f'--trials must be >= 1, got {args.trials}')
         try:
-            check_train_flags(train_argv)
+            check_train_flags(train_argv, args.out)
         except SystemExit as exit_:
             return int(exit_.code or 0)
         study = open_study(args)
