@@ -70,3 +70,12 @@ def test_constants_on_an_accelerator_are_made_once() -> None:
     assert constant((0.0, 1.0, 0.0), like).shape == (3,)
     on_cpu = constant(np.eye(3), torch.zeros(1))
     assert on_cpu is not constant(np.eye(3), torch.zeros(1))  # plain tensors on the CPU
+
+
+def test_whole_number_joints_are_taken_as_radians_not_truncated_lengths():
+    # constant() takes the joints' dtype: integer joints once made every link length 0 m.
+    zeros = pose_from_joints(OMX_CHAIN, np.zeros(4))
+    np.testing.assert_array_equal(pose_from_joints(OMX_CHAIN, np.zeros(4, dtype=int)), zeros)
+    np.testing.assert_array_equal(pose_from_joints(OMX_CHAIN, [0, 0, 0, 0]), zeros)
+    from_torch = pose_from_joints(OMX_CHAIN, torch.zeros(4, dtype=torch.long))
+    np.testing.assert_allclose(from_torch.numpy(), zeros)

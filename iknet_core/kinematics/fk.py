@@ -8,6 +8,7 @@ from iknet_core.kinematics.chain import Chain, Joint
 from iknet_core.kinematics.transforms import (
     Array,
     array_module,
+    as_real,
     axis_angle_matrix,
     constant,
     quaternion_from_matrix,
@@ -58,6 +59,7 @@ def joint_frames(chain: Chain, q: Array) -> tuple[list[Array], list[Array], Arra
     origins (before its own motion), tip (..., 3) and (..., 3, 3). Differentiable when q is a
     torch tensor.
     """
+    q = as_real(q)
     if q.shape[-1] != chain.n_joints:
         raise ValueError(
             f'expected joints of shape (..., {chain.n_joints}) for {chain.name}, '

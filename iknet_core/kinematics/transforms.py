@@ -25,6 +25,17 @@ def array_module(x: Array) -> ModuleType:
     return np
 
 
+def as_real(x: Any) -> Array:
+    """x as a floating-point array (a list as numpy's): constant() takes x's dtype, so integer
+    or boolean joints would make every length of the chain a whole number of metres."""
+    if array_module(x) is np:
+        x = np.asarray(x)
+        return x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float64)
+    import torch
+
+    return x if x.is_floating_point() else x.to(torch.float64)
+
+
 def constant(value: Any, like: Array) -> Array:
     """A constant in the array library, dtype and device of `like` (never to be written to)."""
     xp = array_module(like)
