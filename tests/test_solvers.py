@@ -379,6 +379,16 @@ def test_bad_inputs_are_refused(analytic, refiner):
     empty = RefinedSolver(lambda positions, rotations: np.zeros((len(positions), 0, 4)), refiner)
     with pytest.raises(ValueError, match=r'got \(1, 0, 4\)'):
         empty.solve(np.zeros(3), np.eye(3))
+    from_zero = RefinedSolver(lambda positions, _: np.zeros((len(positions), 1, 4)), refiner)
+    for solver in (analytic, from_zero):
+        # A fast-path target (C-contiguous float64) with a NaN or inf is refused too.
+        for bad in (np.array([0.2, np.nan, 0.1]), np.array([0.2, 0.0, np.inf])):
+            with pytest.raises(ValueError, match='is not finite'):
+                solver.solve(bad, np.eye(3))
+        with pytest.raises(ValueError, match='max_solutions must be at least 1, got 0'):
+            solver.solve(np.zeros(3), np.eye(3), max_solutions=0)
+        with pytest.raises(ValueError, match=r'max_solutions must be a whole number, got 2\.5'):
+            solver.solve(np.zeros(3), np.eye(3), max_solutions=2.5)
 
 
 def test_targets_in_any_array_layout_solve_alike(analytic):

@@ -7,7 +7,7 @@ from numba import njit
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK, OmxGeometry, branches_of_pose
-from iknet_core.solvers.base import check_pose, check_poses, check_seed
+from iknet_core.solvers.base import check_max_solutions, check_pose, check_poses, check_seed
 from iknet_core.solvers.kernels import JOINT_ROWS, CompiledChain, pose_error
 from iknet_core.solvers.policy import BranchPolicy, select_candidates
 from iknet_core.solvers.result import Solutions
@@ -150,6 +150,7 @@ class AnalyticSolver:
     ) -> Solutions:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
         position, rotation = check_pose(position, rotation)
+        max_solutions = check_max_solutions(max_solutions)
         if seed is None and max_solutions == 1:  # the server's common case
             return Solutions(*_solve_best(position, rotation, self._best_constants))
         if seed is not None:

@@ -10,7 +10,13 @@ import numpy as np
 from numba import njit
 
 from iknet_core.solvers import kernels
-from iknet_core.solvers.base import Proposer, check_pose, check_poses, check_seed
+from iknet_core.solvers.base import (
+    Proposer,
+    check_max_solutions,
+    check_pose,
+    check_poses,
+    check_seed,
+)
 from iknet_core.solvers.network_kernel import forward_pose
 from iknet_core.solvers.parallel import run_in_blocks
 from iknet_core.solvers.policy import BranchPolicy, select_candidates
@@ -204,10 +210,12 @@ class RefinedSolver:
         """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) rad when given.
 
         The seed is refined too, so the solution on the seed's branch is among the candidates.
-        One solution without a seed is what solve_batch gives: the best-looking hypothesis
-        refined alone when it reaches the target inside the limits.
+        One solution without a seed is found as solve_batch finds it: the best-looking
+        hypothesis refined alone when it reaches the target inside the limits (the same
+        solution for a network's fixed hypotheses; a sampling model draws its own per call).
         """
         position, rotation = check_pose(position, rotation)
+        max_solutions = check_max_solutions(max_solutions)
         network = self._network
         if network is None:
             count = self._sample_count(max_solutions)
