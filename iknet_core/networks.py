@@ -318,9 +318,10 @@ def check_sampling(
 ) -> None:
     """ValueError unless sample()'s arguments make sense, whichever sampler draws (torch, or
     mixture_kernel's compiled one)."""
-    if count < 1 or not (temperature >= 0.0 and component_temperature >= 0.0):
+    temperatures = (temperature, component_temperature)
+    if count < 1 or not all(0.0 <= t < math.inf for t in temperatures):
         raise ValueError(
-            f'need count >= 1 and temperatures >= 0, got {count}, {temperature}, '
+            f'need count >= 1 and finite temperatures >= 0, got {count}, {temperature}, '
             f'{component_temperature}'
         )
     check_oversampling(oversampling)
@@ -545,6 +546,8 @@ class MixtureIKNet(IKNetwork):
         seeded generator; differentiable in the picked components' means and stds where
         gradients are on (losses.mixture_loss trains on the FK error of the samples)."""
         check_sampling(count, temperature, component_temperature, oversampling)
+        parameter = next(self.parameters())  # poses as the weights: float64 or numpy ones too
+        poses = torch.as_tensor(poses, dtype=parameter.dtype, device=parameter.device)
         kept = count
         count = math.ceil(oversampling * count)
         embedding = self.trunk(self.normalized_features(poses))

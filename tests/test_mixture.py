@@ -290,6 +290,13 @@ def test_component_temperature_sharpens_the_choice_of_component(planar_model):
         tiny = planar_model.sample(poses, 256, 0.0, torch.Generator().manual_seed(5), 1e-45)
         with pytest.raises(ValueError, match='temperatures >= 0'):
             planar_model.sample(poses, 4, 1.0, None, -0.1)
+        with pytest.raises(ValueError, match='finite temperatures'):
+            planar_model.sample(poses, 4, math.inf)
+        # Poses as numpy float64 are taken as the model's float32 tensors.
+        as_array = planar_model.sample(
+            poses.double().numpy(), 256, 0.0, torch.Generator().manual_seed(5), 0.0
+        )
+    assert torch.equal(as_array, heaviest)
     assert torch.equal(tiny, heaviest)
     # With temperature 0 a sample is its components' means: 0 picks the heaviest for every
     # sample, so they all agree; sharper picks repeat the same components more often.
