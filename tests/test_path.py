@@ -15,6 +15,7 @@ from iknet_core.solvers.path import (
     follow_path,
     smooth_joint_paths,
     start_solutions,
+    time_stamps,
 )
 from iknet_core.solvers.policy import joint_bounds
 
@@ -1061,6 +1062,30 @@ def test_a_start_a_whole_turn_past_the_reach_is_the_same_arm():
     result = follow_path(ur5, pose_from_joints(ur5, curve), start)
     assert result.success, result.reason
     np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+
+
+def test_arguments_of_another_arm_or_shape_are_refused_by_name():
+    from iknet_core.kinematics.robots import named_chain
+    from iknet_core.solvers.factory import build_solver
+
+    panda, target = named_chain('panda'), np.array([0.4, 0.0, 0.5])
+    settings = SolverSettings().position_only()
+    omx_solver = build_solver('refine-from-zero', OMX_CHAIN, settings=settings)
+    with pytest.raises(ValueError, match='the solver is for open_manipulator_x, the path for'):
+        start_solutions(panda, target, 4, settings, solver=omx_solver)
+    with pytest.raises(ValueError, match='avoid must be 7 finite values'):
+        start_solutions(panda, target, 4, settings, avoid=np.zeros(4))
+    with pytest.raises(ValueError, match='origin must be 4 finite values'):
+        alternative_paths(OMX_CHAIN, np.array([[0.2, 0, 0.1]]), np.zeros((1, 4)), origin=[0, 0])
+
+
+def test_time_stamps_refuse_waypoints_a_stopped_path_left_nan():
+    stopped = np.array([[0.0, 0.0, 0.0, 0.0], [0.1, 0.0, 0.0, 0.0], [np.nan] * 4])
+    with pytest.raises(ValueError, match=r'with NaN: a path that stopped .* result.reached'):
+        time_stamps(stopped)
+    with pytest.raises(ValueError, match=r'got shape \(0, 4\)'):
+        time_stamps(np.zeros((0, 4)))
+    assert len(time_stamps(stopped[:2])) == 2
 
 
 def test_a_non_positive_step_bound_is_refused():

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.chain import Chain, chain_difference
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
@@ -264,6 +264,8 @@ def alternative_paths(
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
+    if origin is not None:
+        origin = _joint_vector(chain, origin, 'origin')
     # A start that stops is rescued (followed again, rescue and all) only where that is likely to
     # pay. On an arm with joints to spare (on these targets: positions are position-only): the
     # retries and self-motion searches, for the stopped start with the least travel so far where
@@ -326,6 +328,14 @@ def start_solutions(
     alternative_paths."""
     if count < 1:
         raise ValueError(f'count must be at least 1, got {count}')
+    solver_chain = getattr(solver, 'chain', chain)  # a Solver has one; a stand-in may not
+    if solver_chain != chain:
+        raise ValueError(
+            f'the solver is for {solver_chain.name}, the path for {chain.name} '
+            f'({chain_difference(solver_chain, chain)})'
+        )
+    if avoid is not None:
+        avoid = _joint_vector(chain, avoid, 'avoid')
     positions, rotations, settings = _check_targets(np.asarray(target)[None], settings)
     low, high = joint_bounds(chain, 'limits')
     seeds = np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
@@ -367,8 +377,9 @@ def follow_path(
     (a stopped path on an arm with joints to spare is still followed again and searched);
     rescue_where_stopped=False: a path that stops is neither taken on a twin, nor followed
     again, nor searched (the twins still serve a step that stands out): alternative_paths,
-    whose other starts may get through. ValueError naming the problem
-    for an empty path, non-finite values or joints outside the limits."""
+    whose other starts may get through. ValueError naming the problem for an empty path,
+    non-finite values or start joints outside their reach (start joints a little past a
+    software limit are taken from the limit, as a real arm at rest may be)."""
     positions, rotations, settings = _check_targets(targets, settings)
     start = _check_start(chain, start)
     if max_step is None:
@@ -635,6 +646,13 @@ def time_stamps(
             f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '
             f'{max_acceleration} rad/s^2'
         )
+    joints = np.asarray(joints, dtype=np.float64)
+    if joints.ndim != 2 or not len(joints) or not np.isfinite(joints).all():
+        raise ValueError(
+            f'time_stamps needs finite joint waypoints (T >= 1, n), got shape {joints.shape}'
+            f'{"" if np.isfinite(joints).all() else " with NaN"}: a path that stopped is NaN '
+            'from failed_at on; time its waypoints reached, result.joints[: result.reached]'
+        )
     scaled = joints if units is None else np.asarray(joints) / units
     along = np.concatenate([[0.0], np.cumsum(joint_steps(scaled))])
     total = along[-1]
@@ -719,18 +737,22 @@ def _check_targets(
     return positions, np.ascontiguousarray(rotations), settings
 
 
+def _joint_vector(chain: Chain, values: np.ndarray, name: str) -> np.ndarray:
+    """One finite joint vector (n,) of the chain; ValueError naming the argument otherwise."""
+    joints = np.asarray(values, dtype=np.float64)
+    if joints.shape != (chain.n_joints,) or not np.isfinite(joints).all():
+        raise ValueError(
+            f'{name} must be {chain.n_joints} finite values ({chain.joint_names}), got {joints}'
+        )
+    return joints
+
+
 def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     """Start joints inside the joints' reach, clamped into the software limits (a real arm may
     rest a tick past a limit, and the path must keep to them). A joint that turns whole turns
     is taken whole turns back into its reach: the same arm (a continuous joint's state is often
     a little past +-pi)."""
-    start = np.asarray(start, dtype=np.float64)
-    if start.shape != (chain.n_joints,) or not np.isfinite(start).all():
-        raise ValueError(
-            f'start joints must be {chain.n_joints} finite values ({chain.joint_names}), '
-            f'got {start}'
-        )
-    start = into_reach(chain, start)
+    start = into_reach(chain, _joint_vector(chain, start, 'start joints'))
     low, high = joint_bounds(chain, 'reach')
     outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
     if len(outside):
