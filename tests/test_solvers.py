@@ -21,6 +21,7 @@ from iknet_core.solvers import (
     constant_proposer,
 )
 from iknet_core.solvers.base import check_pose
+from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
@@ -413,3 +414,20 @@ def test_targets_in_any_array_layout_solve_alike(analytic):
         analytic.solve(position, np.eye(4)[:3, :4].copy())
     with pytest.raises(ValueError, match=r'\(2,\)'):
         analytic.solve(position[:2].copy(), rotation)
+
+
+@pytest.mark.parametrize('name', SOLVER_NAMES)
+def test_every_solver_pickles_and_answers_alike_after(name):
+    # Solvers go to worker processes (multiprocessing, a pool of servers) by pickling.
+    import pickle
+
+    from iknet_core.resources import DEFAULT_MODEL, shipped
+    from iknet_core.solvers.factory import build_solver
+    from iknet_core.solvers.network import NetworkProposer
+
+    network = NetworkProposer(shipped(DEFAULT_MODEL)) if name in NETWORK_SOLVERS else None
+    solver = build_solver(name, OMX_CHAIN, network)
+    position, rotation = forward_kinematics(OMX_CHAIN, REFERENCE_JOINTS[0])
+    copy = pickle.loads(pickle.dumps(solver))
+    expected, found = solver.solve(position, rotation), copy.solve(position, rotation)
+    np.testing.assert_array_equal(found.joints, expected.joints)

@@ -470,13 +470,19 @@ def _take_rows(
     orientation_errors[targets] = refined.orientation_errors[take]
 
 
-def constant_proposer(joints: np.ndarray) -> Proposer:
-    """The same seed (n,) rad for every pose; zeros give the `refine from zero` baseline."""
-    seed = np.asarray(joints, dtype=np.float64)
+class ConstantProposer:
+    """The same seed (n,) rad for every pose; zeros give the `refine from zero` baseline. A
+    class, not a closure, so a solver built on it pickles (to a worker process) as the others."""
 
-    def propose(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+    def __init__(self, joints: np.ndarray) -> None:
+        self.seed = np.asarray(joints, dtype=np.float64)
+
+    def __call__(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
         # A writable copy, not a broadcast view: numba compiles read-only arrays apart, and
         # the solver loads its kernels for writable ones when it is built.
-        return np.tile(seed, (len(positions), 1, 1))
+        return np.tile(self.seed, (len(positions), 1, 1))
 
-    return propose
+
+def constant_proposer(joints: np.ndarray) -> Proposer:
+    """The same seed (n,) rad for every pose (ConstantProposer)."""
+    return ConstantProposer(joints)
