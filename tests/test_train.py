@@ -214,6 +214,27 @@ def test_a_run_ended_by_sigterm_says_how_to_carry_it_on(recording: Path, tmp_pat
     assert not (out / 'model.pt').exists() and not list(out.glob('tmp_*'))
 
 
+def test_an_interrupted_run_names_what_carries_it_on_and_removes_only_its_own_files(
+    tmp_path: Path,
+) -> None:
+    import argparse
+
+    from iknet_train.train import interrupted
+
+    out = tmp_path / 'run'
+    out.mkdir()
+    (out / 'snapshot').write_bytes(b'an older run')
+    for name in ('tmp_loss.png', 'tmp_snapshot', 'tmp_notes.csv', '.model.pt.partial'):
+        (out / name).write_text('')
+    started = time.time() + 1.0  # the snapshot was written before this run started
+    args = argparse.Namespace(out=out, save_model=out / 'model.pt', resume=None)
+    assert 'before its first epoch ended; nothing was saved' in interrupted(args, started)
+    assert sorted(path.name for path in out.iterdir()) == ['snapshot', 'tmp_notes.csv']
+    args.resume = tmp_path / 'earlier' / 'snapshot'  # a resumed run: its snapshot carries it on
+    assert f'--resume {args.resume}' in interrupted(args, started)
+    assert f'--resume {out / "snapshot"}' in interrupted(args, time.time() - 60.0)
+
+
 def test_outputs_that_could_not_be_written_are_refused_before_the_run(tmp_path, capsys) -> None:
     (tmp_path / 'file').write_text('')
     for flags, message in (
