@@ -299,12 +299,18 @@ class MixtureConfig:
     joint_half_ranges: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        if not (self.temperature >= 0.0 and self.component_temperature >= 0.0):
-            raise ValueError(
-                'temperature and component_temperature must be >= 0, got '
-                f'{self.temperature} and {self.component_temperature}'
-            )
+        check_temperatures(self.temperature, self.component_temperature)
         check_oversampling(self.oversampling)
+
+
+def check_temperatures(temperature: float, component_temperature: float) -> None:
+    """ValueError unless both are finite numbers >= 0 (0: the components' means, the heaviest
+    component), in a model's config or one sample() call."""
+    if not all(0.0 <= t < math.inf for t in (temperature, component_temperature)):
+        raise ValueError(
+            'temperature and component_temperature must be finite numbers >= 0, got '
+            f'{temperature} and {component_temperature}'
+        )
 
 
 def check_oversampling(oversampling: float) -> None:
@@ -318,12 +324,9 @@ def check_sampling(
 ) -> None:
     """ValueError unless sample()'s arguments make sense, whichever sampler draws (torch, or
     mixture_kernel's compiled one)."""
-    temperatures = (temperature, component_temperature)
-    if count < 1 or not all(0.0 <= t < math.inf for t in temperatures):
-        raise ValueError(
-            f'need count >= 1 and finite temperatures >= 0, got {count}, {temperature}, '
-            f'{component_temperature}'
-        )
+    if count < 1:
+        raise ValueError(f'need count >= 1, got {count}')
+    check_temperatures(temperature, component_temperature)
     check_oversampling(oversampling)
 
 
@@ -546,8 +549,8 @@ class MixtureIKNet(IKNetwork):
         seeded generator; differentiable in the picked components' means and stds where
         gradients are on (losses.mixture_loss trains on the FK error of the samples)."""
         check_sampling(count, temperature, component_temperature, oversampling)
-        parameter = next(self.parameters())  # poses as the weights: float64 or numpy ones too
-        poses = torch.as_tensor(poses, dtype=parameter.dtype, device=parameter.device)
+        # As the features are (float32 whatever the weights), from numpy or float64 poses too.
+        poses = torch.as_tensor(poses, dtype=self.input_mean.dtype, device=self.input_mean.device)
         kept = count
         count = math.ceil(oversampling * count)
         embedding = self.trunk(self.normalized_features(poses))

@@ -17,7 +17,13 @@ from iknet_core.kinematics.fk import joint_frames, pose_from_joints
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.transforms import axis_angle_matrix, matrix_from_quaternion, rpy_matrix
 from iknet_core.metrics import distinct_solutions
-from iknet_core.networks import MixtureIKNet, SampledFrames, angle_features, build_model
+from iknet_core.networks import (
+    MixtureConfig,
+    MixtureIKNet,
+    SampledFrames,
+    angle_features,
+    build_model,
+)
 from iknet_core.onnx_graph import ExportedNetwork
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import refined
@@ -288,10 +294,12 @@ def test_component_temperature_sharpens_the_choice_of_component(planar_model):
         )
         # A tiny temperature is the heaviest component too (no overflow to component 0).
         tiny = planar_model.sample(poses, 256, 0.0, torch.Generator().manual_seed(5), 1e-45)
-        with pytest.raises(ValueError, match='temperatures >= 0'):
+        with pytest.raises(ValueError, match='must be finite numbers >= 0'):
             planar_model.sample(poses, 4, 1.0, None, -0.1)
-        with pytest.raises(ValueError, match='finite temperatures'):
+        with pytest.raises(ValueError, match='must be finite numbers >= 0, got inf'):
             planar_model.sample(poses, 4, math.inf)
+        with pytest.raises(ValueError, match='must be finite numbers >= 0, got inf'):
+            MixtureConfig(n_joints=2, temperature=math.inf)
         # Poses as numpy float64 are taken as the model's float32 tensors.
         as_array = planar_model.sample(
             poses.double().numpy(), 256, 0.0, torch.Generator().manual_seed(5), 0.0

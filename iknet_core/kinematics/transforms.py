@@ -30,7 +30,7 @@ def as_real(x: Any) -> Array:
     or boolean joints would make every length of the chain a whole number of metres."""
     if array_module(x) is np:
         x = np.asarray(x)
-        return x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float64)
+        return x if x.dtype.kind == 'f' else x.astype(np.float64)
     import torch
 
     return x if x.is_floating_point() else x.to(torch.float64)

@@ -28,7 +28,7 @@ from iknet_core.kinematics.chain import Chain, chain_difference
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
-from iknet_core.solvers.base import Solver
+from iknet_core.solvers.base import Solver, check_seed
 from iknet_core.solvers.path_branches import other_branches, starts_near_singularity
 from iknet_core.solvers.path_search import (
     NARROW_SEARCH_OFFSETS,
@@ -265,7 +265,7 @@ def alternative_paths(
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
     if origin is not None:
-        origin = _joint_vector(chain, origin, 'origin')
+        origin = check_seed(origin, chain, 'origin')
     # A start that stops is rescued (followed again, rescue and all) only where that is likely to
     # pay. On an arm with joints to spare (on these targets: positions are position-only): the
     # retries and self-motion searches, for the stopped start with the least travel so far where
@@ -335,7 +335,7 @@ def start_solutions(
             f'({chain_difference(solver_chain, chain)})'
         )
     if avoid is not None:
-        avoid = _joint_vector(chain, avoid, 'avoid')
+        avoid = check_seed(avoid, chain, 'avoid')
     positions, rotations, settings = _check_targets(np.asarray(target)[None], settings)
     low, high = joint_bounds(chain, 'limits')
     seeds = np.random.default_rng(seed).uniform(low, high, (count, chain.n_joints))
@@ -647,13 +647,14 @@ def time_stamps(
             f'{max_acceleration} rad/s^2'
         )
     joints = np.asarray(joints, dtype=np.float64)
-    if joints.ndim != 2 or not len(joints) or not np.isfinite(joints).all():
+    if joints.ndim != 2 or not len(joints):
+        raise ValueError(f'time_stamps needs joint waypoints (T >= 1, n), got {joints.shape}')
+    if not np.isfinite(joints).all():
         raise ValueError(
-            f'time_stamps needs finite joint waypoints (T >= 1, n), got shape {joints.shape}'
-            f'{"" if np.isfinite(joints).all() else " with NaN"}: a path that stopped is NaN '
-            'from failed_at on; time its waypoints reached, result.joints[: result.reached]'
+            'time_stamps needs finite joint waypoints: a path that stopped is NaN from '
+            'failed_at on; time the waypoints it reached, result.joints[: result.reached]'
         )
-    scaled = joints if units is None else np.asarray(joints) / units
+    scaled = joints if units is None else joints / units
     along = np.concatenate([[0.0], np.cumsum(joint_steps(scaled))])
     total = along[-1]
     stamps = np.zeros_like(along)
@@ -737,22 +738,12 @@ def _check_targets(
     return positions, np.ascontiguousarray(rotations), settings
 
 
-def _joint_vector(chain: Chain, values: np.ndarray, name: str) -> np.ndarray:
-    """One finite joint vector (n,) of the chain; ValueError naming the argument otherwise."""
-    joints = np.asarray(values, dtype=np.float64)
-    if joints.shape != (chain.n_joints,) or not np.isfinite(joints).all():
-        raise ValueError(
-            f'{name} must be {chain.n_joints} finite values ({chain.joint_names}), got {joints}'
-        )
-    return joints
-
-
 def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     """Start joints inside the joints' reach, clamped into the software limits (a real arm may
     rest a tick past a limit, and the path must keep to them). A joint that turns whole turns
     is taken whole turns back into its reach: the same arm (a continuous joint's state is often
     a little past +-pi)."""
-    start = into_reach(chain, _joint_vector(chain, start, 'start joints'))
+    start = into_reach(chain, check_seed(start, chain, 'start joints'))
     low, high = joint_bounds(chain, 'reach')
     outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
     if len(outside):
