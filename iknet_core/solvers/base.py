@@ -30,13 +30,16 @@ class Solver(Protocol):
         seed: np.ndarray | None = None,
         max_solutions: int = 1,
     ) -> Solutions:
-        """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given."""
+        """Solutions of one pose (3,) m, (3, 3), best first; nearest to seed (n,) when given.
+        ValueError for a target that is not finite (check_pose)."""
         ...
 
     def solve_batch(
         self, positions: np.ndarray, rotations: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Best solution per pose: (B, 3), (B, 3, 3) -> joints (B, n), errors (B,) m, (B,) rad."""
+        """Best solution per pose: (B, 3), (B, 3, 3) -> joints (B, n), errors (B,) m, (B,) rad.
+        A pose that is not finite gets a NaN position error, never within a tolerance, rather
+        than failing the whole batch."""
         ...
 
 
