@@ -431,3 +431,21 @@ def test_every_solver_pickles_and_answers_alike_after(name):
     copy = pickle.loads(pickle.dumps(solver))
     expected, found = solver.solve(position, rotation), copy.solve(position, rotation)
     np.testing.assert_array_equal(found.joints, expected.joints)
+
+
+@pytest.mark.parametrize('name', SOLVER_NAMES)
+def test_a_non_finite_row_of_a_batch_is_answered_as_a_miss_not_a_failure(name):
+    from iknet_core.resources import DEFAULT_MODEL, shipped
+    from iknet_core.solvers.factory import build_solver
+    from iknet_core.solvers.network import NetworkProposer
+
+    network = NetworkProposer(shipped(DEFAULT_MODEL)) if name in NETWORK_SOLVERS else None
+    solver = build_solver(name, OMX_CHAIN, network)
+    positions, rotations = forward_kinematics(OMX_CHAIN, REFERENCE_JOINTS[:3])
+    positions = positions.copy()
+    positions[1, 0] = np.nan
+    joints, position_errors, _ = solver.solve_batch(positions, rotations)
+    alone, alone_errors, _ = solver.solve_batch(positions[[0, 2]], rotations[[0, 2]])
+    assert np.isnan(position_errors[1])
+    np.testing.assert_array_equal(joints[[0, 2]], alone)
+    np.testing.assert_array_equal(position_errors[[0, 2]], alone_errors)
