@@ -58,11 +58,15 @@ def check_target(
 
 
 def check_seed(
-    names: Sequence[str], positions: Sequence[float], joint_names: Sequence[str]
+    names: Sequence[str],
+    positions: Sequence[float],
+    joint_names: Sequence[str],
+    what: str = 'seed positions',
 ) -> np.ndarray | None:
     """Seed joints in chain order (n,) rad; None for an empty seed; RequestError if malformed.
 
     Extra joints (a gripper in /joint_states) are ignored; every chain joint must be present.
+    what: the values' name where they are not finite.
     """
     if not names and not positions:
         return None
@@ -79,7 +83,8 @@ def check_seed(
         )
     seed = np.array([by_name[name] for name in joint_names], dtype=np.float64)
     if not np.all(np.isfinite(seed)):
-        raise RequestError(f'seed positions {seed.tolist()} are not finite')
+        named = dict(zip(joint_names, seed.tolist(), strict=True))
+        raise RequestError(f'{what} {named} are not finite')
     return seed
 
 
@@ -89,13 +94,7 @@ def arm_joints(latest: Mapping[str, float], joint_names: Sequence[str]) -> np.nd
     not finite: a driver that reports NaN is named, not taken for one that has not spoken yet."""
     if not all(name in latest for name in joint_names):
         return None
-    joints = np.array([latest[name] for name in joint_names], dtype=np.float64)
-    if not np.all(np.isfinite(joints)):
-        raise RequestError(
-            f"the arm's joint states {dict(zip(joint_names, joints.tolist(), strict=True))} "
-            'are not finite'
-        )
-    return joints
+    return check_seed(list(latest), list(latest.values()), joint_names, "the arm's joint states")
 
 
 def check_path_time(path_time: float) -> float:
