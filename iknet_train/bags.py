@@ -139,8 +139,8 @@ def _convert(
         raise BagError(f'{bag}: cannot open it as a rosbag2 bag: {error}') from error
     try:
         joints_topic = _one_topic(bag, reader, JOINT_STATE_TYPE, '/joint_states')
-        pose_topic = _pose_topic(bag, reader, chain)
-        typestore = _typestore(bag, reader, pose_topic)
+        pose_topic, first_pose = _pose_topic(bag, reader, chain)
+        typestore = _typestore(bag, reader, pose_topic, first_pose)
         # The recorder's bookkeeping, so a bag skips and counts what a live recording would.
         joint_stats, pose_stats = StreamStats(joints_topic), StreamStats(pose_topic or 'fk')
         joint_writer: DurableCsvWriter | None = None
@@ -228,18 +228,20 @@ def _one_topic(
     raise BagError(f'{bag}: {problem}; it holds {found}')
 
 
-def _pose_topic(bag: Path, reader: Any, chain: Chain) -> str | None:
-    """The KinematicsPose topic to read, or None for poses by FK: a topic recorded with no
-    messages gives no poses, just as a topic never recorded does."""
+def _pose_topic(
+    bag: Path, reader: Any, chain: Chain
+) -> tuple[str | None, tuple[Any, int, bytes] | None]:
+    """The KinematicsPose topic to read and its first message, or None, None for poses by FK:
+    a topic recorded with no messages gives no poses, just as a topic never recorded does."""
     topic = _one_topic(bag, reader, KINEMATICS_POSE_TYPE, '/kinematics_pose', True)
-    if topic is not None and _first_message(bag, reader, topic) is None:
-        topic = None
-    if topic is None:
+    first = None if topic is None else _first_message(bag, reader, topic)
+    if first is None:
         logger.info(
             '%s: no %s message; poses are FK of the joint states (chain %s)',
             bag, KINEMATICS_POSE_TYPE, chain.name,
         )  # fmt: skip
-    return topic
+        return None, None
+    return topic, first
 
 
 def _first_message(bag: Path, reader: Any, topic: str) -> tuple[Any, int, bytes] | None:
@@ -251,9 +253,11 @@ def _first_message(bag: Path, reader: Any, topic: str) -> tuple[Any, int, bytes]
     return first
 
 
-def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
+def _typestore(
+    bag: Path, reader: Any, pose_topic: str | None, first: tuple[Any, int, bytes] | None
+) -> Any:
     """The standard ROS 2 types, plus KinematicsPose from the bag's own definition if it stores
-    one, else from the variant whose size fits the first pose message."""
+    one, else from the variant whose size fits the first pose message (first)."""
     from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 
     typestore = get_typestore(Stores.LATEST)
@@ -275,11 +279,10 @@ def _typestore(bag: Path, reader: Any, pose_topic: str | None) -> Any:
                 f'{error}'
             ) from error
         return typestore
-    first = _first_message(bag, reader, pose_topic)
     for variant in KINEMATICS_POSE_DEFINITIONS:
         candidate = get_typestore(Stores.LATEST)
         candidate.register(get_types_from_msg(variant, KINEMATICS_POSE_TYPE))
-        if first is None or _fits(candidate, first[2]):
+        if _fits(candidate, first[2]):
             return candidate
     raise BagError(f'{bag}: the messages on {pose_topic} fit neither KinematicsPose definition')
 
