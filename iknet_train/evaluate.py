@@ -141,8 +141,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + '\n')
-    if args.plots:
-        plots = args.plots
+    if (plots := args.plots) is not None:  # optional_output_dir: None for ''
         position_error, _ = pose_errors(chain, predicted, poses)
         plots.mkdir(parents=True, exist_ok=True)
         plot_error_histogram(plots / 'error_histogram.png', position_error)

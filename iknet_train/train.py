@@ -97,10 +97,10 @@ TRAIN_DEFAULTS = {
     ),
 }
 AMP_MODES = ('off', 'bf16', 'fp16')
+AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
 # What a run writes into --out, each epoch.
 SNAPSHOT_FILE, LOG_FILE, LOSS_PLOT_FILE = 'snapshot', 'log', 'loss.png'
 RUN_FILES = (SNAPSHOT_FILE, LOG_FILE, LOSS_PLOT_FILE)
-AMP_DTYPES = {'bf16': torch.bfloat16, 'fp16': torch.float16}
 # --init-from: a short schedule in small batches, as a fine-tune often has only ~1,000 samples.
 # Peak lr 3e-4: at 1e-3 an OM-X fine-tune on 10,000 samples ended worse than on 1,000 (1.5 mm
 # against 0.6 mm median), the base's solution shaken loose; at 3e-4 more samples help (0.4 mm).
