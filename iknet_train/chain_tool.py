@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def describe(chain: Chain) -> str:
     """The chain as a table: joints, axes, software limits and reach in degrees (a prismatic
-    joint's in mm)."""
+    joint's in mm), and which joints are continuous."""
     joints = f'{chain.n_joints} joint{"s" if chain.n_joints != 1 else ""}'
     lines = [f'{chain.name}: {joints} from {chain.base_frame} to {chain.tip_frame}']
     for joint in chain.joints:
@@ -39,8 +39,10 @@ def describe(chain: Chain) -> str:
         limits = ' .. '.join(f'{scale * v:7.1f}' for v in joint.limits)
         reach = ' .. '.join(f'{scale * v:7.1f}' for v in joint.reach)
         axis = ' '.join(f'{a:+.3f}' for a in joint.axis)
+        turns_on = '   continuous' if joint.continuous else ''
         lines.append(
             f'  {joint.name:24} axis {axis}   limits {limits} {unit}   reach {reach} {unit}'
+            f'{turns_on}'
         )
     return '\n'.join(lines)
 

@@ -42,6 +42,24 @@ def test_iknet_chain_prints_a_urdf_chain_as_json(
     assert Chain.from_dict(json.loads(capsys.readouterr().out)) == LONG_ARM
 
 
+def test_iknet_chain_marks_a_continuous_joint(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / 'continuous.urdf'
+    path.write_text(
+        chain_to_urdf(OMX_CHAIN).replace(
+            '<joint name="joint1" type="revolute">', '<joint name="joint1" type="continuous">'
+        )
+    )
+    assert (
+        chain_tool.main(['--urdf', str(path), '--base', 'world', '--tip', 'end_effector_link'])
+        == 0
+    )
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines['joint1'].endswith('continuous'), lines['joint1']
+    assert not lines['joint2'].endswith('continuous'), lines['joint2']
+
+
 @pytest.mark.parametrize(
     ('flags', 'message'),
     [

@@ -74,6 +74,25 @@ def test_omx_preset_written_as_urdf_reads_back_as_itself() -> None:
     assert worst_fk_difference(chain, urdf, random_joints(chain, 50)) < 1e-12
 
 
+def test_continuous_joints_are_marked_and_written_back_as_continuous() -> None:
+    # A continuous joint's limits and reach are one turn, as a revolute joint's limited to +-pi
+    # may be: only the mark tells them apart (follow_path carries a continuous one past pi).
+    xml = chain_to_urdf(OMX_CHAIN).replace(
+        '<joint name="joint1" type="revolute">', '<joint name="joint1" type="continuous">'
+    )
+    chain = chain_from_urdf(xml, 'world', 'end_effector_link')
+    assert [joint.continuous for joint in chain.joints] == [True, False, False, False]
+    assert chain.joints[0].limits == chain.joints[0].reach == (-np.pi, np.pi)
+    again = chain_from_urdf(chain_to_urdf(chain), 'world', 'end_effector_link')
+    assert again.joints[0].continuous and Chain.from_dict(chain.to_dict()).joints[0].continuous
+    # A chain saved before the mark (a checkpoint): no joint continuous, and the same arm.
+    saved = chain.to_dict()
+    for joint in saved['joints']:
+        del joint['continuous']
+    old = Chain.from_dict(saved)
+    assert not any(joint.continuous for joint in old.joints) and old == chain
+
+
 def test_a_chain_with_rotated_origins_and_tip_survives_the_round_trip() -> None:
     panda_like = Chain.from_dict(
         {

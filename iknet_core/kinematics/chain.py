@@ -31,6 +31,10 @@ class Joint:
     # Fastest the joint may move (rad/s, m/s), the URDF limit's velocity; None: not given. Not
     # part of what makes two chains the same arm (a model trained before it was read still fits).
     velocity_limit: float | None = field(default=None, compare=False)
+    # A URDF continuous joint: it turns without end. Its limits and reach are one turn (-pi, pi),
+    # every pose it gives, but a path may carry it on past them (follow_path). Not part of what
+    # makes two chains the same arm either (their poses are the same).
+    continuous: bool = field(default=False, compare=False)
 
     @property
     def prismatic(self) -> bool:
@@ -54,6 +58,8 @@ class Joint:
         norm = math.sqrt(sum(a * a for a in self.axis))
         if not math.isclose(norm, 1.0, abs_tol=1e-9):
             raise ValueError(f'joint {self.name!r}: axis {self.axis} is not a unit vector')
+        if self.continuous and self.prismatic:
+            raise ValueError(f'joint {self.name!r}: a prismatic joint cannot be continuous')
         for label, (low, high) in (('limits', self.limits), ('reach', self.reach)):
             if not low < high:
                 raise ValueError(f'joint {self.name!r}: {label} {(low, high)} are not increasing')
@@ -103,6 +109,7 @@ class Chain:
                     # Chains saved before prismatic joints: every joint revolute.
                     kind=str(j.get('kind', 'revolute')),
                     velocity_limit=_optional_float(j.get('velocity_limit')),
+                    continuous=bool(j.get('continuous', False)),
                 )
                 for j in data['joints']
             )

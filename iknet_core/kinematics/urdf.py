@@ -115,7 +115,7 @@ def chain_to_urdf(chain: Chain) -> str:
     joints = [
         yourdfpy.Joint(
             name=joint.name,
-            type=joint.kind,
+            type='continuous' if joint.continuous else joint.kind,
             parent=parent,
             child=child,
             origin=_matrix(joint.origin_xyz, joint.origin_rpy),
@@ -246,6 +246,7 @@ def _joint(urdf_joint, origin: np.ndarray) -> Joint:
         origin_rpy=rpy_from_matrix(origin[:3, :3]),
         kind='prismatic' if urdf_joint.type == 'prismatic' else 'revolute',
         velocity_limit=velocity_limit,
+        continuous=urdf_joint.type == 'continuous',
     )
 
 
