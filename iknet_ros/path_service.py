@@ -15,6 +15,7 @@ from iknet_core.solvers.path import (
     DEFAULT_MAX_ACCELERATION,
     DEFAULT_MAX_VELOCITY,
     alternative_paths,
+    check_start,
     follow_path,
     slide_units,
     speed_units,
@@ -22,7 +23,6 @@ from iknet_core.solvers.path import (
     time_stamps,
     velocity_limits,
 )
-from iknet_core.solvers.policy import into_reach
 from iknet_core.solvers.settings import SolverSettings
 from iknet_ros.arm_command import duration_msg
 from iknet_ros.requests import (
@@ -65,8 +65,11 @@ def solve_path(
                 f'{np.round(start, 4).tolist()}; move it there first'
             )
     # Timed, searched and followed from the same start as follow_path takes it: a joint that
-    # turns whole turns back into its reach (a continuous joint's state past +-pi).
-    start = into_reach(chain, present if start is None else start)
+    # turns whole turns back into its reach (a UR5's state counted past 2 pi).
+    try:
+        start = check_start(chain, present if start is None else start)
+    except ValueError as error:
+        raise RequestError(str(error)) from error
     limits = [request.max_velocity or DEFAULT_MAX_VELOCITY]
     limits.append(request.max_acceleration or DEFAULT_MAX_ACCELERATION)
     if not all(math.isfinite(v) and v > 0.0 for v in limits):

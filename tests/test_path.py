@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from chain_helpers import omx_with_one_turn_base
 
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
@@ -1062,6 +1063,38 @@ def test_a_start_a_whole_turn_past_the_reach_is_the_same_arm():
     result = follow_path(ur5, pose_from_joints(ur5, curve), start)
     assert result.success, result.reason
     np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+
+
+def test_a_continuous_joint_goes_on_past_pi_where_a_limited_one_stops():
+    # joint1 turning from 2.9 to 3.6 rad: a continuous joint's path goes on past pi (no jump,
+    # no wrap); the same joint limited to +-pi stops at the first waypoint past it.
+    curve = np.array([2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.7, 36)[:, None] * [1, 0, 0, 0]
+    past_pi = int(np.argmax(curve[:, 0] > math.pi))
+    continuous = omx_with_one_turn_base()
+    result = follow_path(continuous, pose_from_joints(continuous, curve), curve[0])
+    assert result.success, result.reason
+    np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+    limited = omx_with_one_turn_base(continuous=False)
+    result = follow_path(limited, pose_from_joints(limited, curve), curve[0])
+    assert result.failed_at == past_pi, result.reason
+    # A continuous joint's state turns on: the path goes on from where the arm is.
+    for turns in (1, -2):
+        start = curve[0] + [turns * 2 * math.pi, 0.0, 0.0, 0.0]
+        result = follow_path(continuous, pose_from_joints(continuous, curve), start)
+        assert result.success, result.reason
+        np.testing.assert_allclose(result.joints, curve + start - curve[0], atol=1e-4)
+
+
+def test_other_starts_of_a_continuous_joint_are_taken_nearest_the_arm():
+    # Alternative starts are found inside -pi..pi; for an arm whose continuous joint1 is a turn
+    # on, they are the arm's other solutions near it, and the arm's own is not among them a turn
+    # away (a path from there would turn the base round for nothing).
+    chain = omx_with_one_turn_base()
+    arm = np.array([3.0 + 2 * math.pi, 0.1, 0.2, 0.3])
+    target = forward_kinematics(chain, arm)[0]
+    found = start_solutions(chain, target, 8, SolverSettings().position_only(), avoid=arm)
+    assert len(found) >= 2  # position-only: elbow up and down, and the base's twins
+    assert (np.abs(found[:, 0] - arm[0]) <= math.pi + 1e-9).all(), found[:, 0]
 
 
 def test_arguments_of_another_arm_or_shape_are_refused_by_name():

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Time
+from chain_helpers import omx_with_one_turn_base
 from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
@@ -277,6 +278,25 @@ def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
     assert [seconds(a.trajectory.points[-1]) for a in answers[1:]] == pytest.approx(
         [seconds(answers[0].trajectory.points[-1])]
     )
+
+
+def test_a_continuous_joint_turned_on_is_followed_from_where_the_arm_is():
+    # path_service itself, in-process: an arm whose continuous joint1 reads a turn on gets a
+    # trajectory that goes on from there, past +-pi, not one that first turns the base round.
+    chain = omx_with_one_turn_base()
+    curve = np.array([2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.5, 11)[:, None] * [1, 0, 0, 0]
+    arm = curve[0] + [2 * math.pi, 0.0, 0.0, 0.0]
+    states = dict(zip(chain.joint_names, arm, strict=True))
+    answer = path_service.solve_path(
+        path_request(pose_from_joints(chain, curve), None),
+        chain,
+        'world',
+        DEFAULT_SETTINGS,
+        states,
+    )
+    assert answer.success, answer.message
+    joint1 = [point.positions[0] for point in answer.trajectory.points]
+    np.testing.assert_allclose(joint1, curve[:, 0] + 2 * math.pi, atol=1e-4)
 
 
 def test_a_nan_joint_state_is_named_where_the_states_are_needed_and_ignored_elsewhere():

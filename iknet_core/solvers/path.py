@@ -45,7 +45,7 @@ from iknet_core.solvers.path_smoothing import (
     smooth_path,
     step_stands_out,
 )
-from iknet_core.solvers.policy import into_reach, joint_bounds
+from iknet_core.solvers.policy import TURN, continuous_joints, into_reach, joint_bounds
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
@@ -324,8 +324,8 @@ def start_solutions(
     takes it, inside the software limits and its tolerance: the solver's first, when one is
     given (asked for count: a mixture model's samples give many), then Levenberg-Marquardt from
     count joint vectors drawn uniformly in the limits (seed). None within SAME_SOLUTION_RAD of
-    avoid (n,) (the start joints, whose own path is followed anyway). Starts for
-    alternative_paths."""
+    avoid (n,) (the start joints, whose own path is followed anyway), and a continuous joint by
+    the whole turns nearest it. Starts for alternative_paths."""
     if count < 1:
         raise ValueError(f'count must be at least 1, got {count}')
     solver_chain = getattr(solver, 'chain', chain)  # a Solver has one; a stand-in may not
@@ -350,6 +350,9 @@ def start_solutions(
     )
     found = refined.joints[refined.converged]
     if avoid is not None:
+        # A continuous joint by the whole turns that take it nearest avoid: the same arm, which
+        # a path from there would otherwise reach only by turning it round.
+        found = found + np.round((avoid - found) / TURN) * TURN * continuous_joints(chain)
         found = found[np.abs(found - avoid).max(-1) >= SAME_SOLUTION_RAD]
     return distinct_solutions(found)[:count]
 
@@ -381,15 +384,14 @@ def follow_path(
     non-finite values or start joints outside their reach (start joints a little past a
     software limit are taken from the limit, as a real arm at rest may be)."""
     positions, rotations, settings = _check_targets(targets, settings)
-    start = _check_start(chain, start)
+    start = check_start(chain, start)
     if max_step is None:
         max_step = default_max_step(chain, positions, rotations, settings)
     if not max_step > 0.0:
         raise ValueError(f'max_step must be > 0 rad, got {max_step}')
-    low, high = joint_bounds(chain, 'limits')
-    bounds = np.stack([low, high, np.zeros_like(low)], -1)  # clamp, never wrap
-    arrays = kernels.ChainArrays.from_chain(chain)
     count = len(positions)
+    bounds = _path_bounds(chain, start, count * max_step)
+    arrays = kernels.ChainArrays.from_chain(chain)
     kernel_settings = settings.kernel()
     spare = chain.n_joints > settings.task_dimensions
     smoothest = SMOOTHEST_CONTINUATION and not spare
@@ -738,21 +740,38 @@ def _check_targets(
     return positions, np.ascontiguousarray(rotations), settings
 
 
-def _check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
-    """Start joints inside the joints' reach, clamped into the software limits (a real arm may
-    rest a tick past a limit, and the path must keep to them). A joint that turns whole turns
-    is taken whole turns back into its reach: the same arm (a continuous joint's state is often
-    a little past +-pi)."""
-    start = into_reach(chain, check_seed(start, chain, 'start joints'))
+def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
+    """Start joints (n,) as follow_path takes them: inside the joints' reach, clamped into the
+    software limits (a real arm may rest a tick past a limit, and the path must keep to them).
+    A joint that turns whole turns is taken whole turns back into its reach: the same arm (a
+    UR5's state counted past 2 pi). A continuous joint stays where it is, past +-pi or turns on:
+    its path goes on from there, so the trajectory starts where the arm is. ValueError naming a
+    start joint outside its reach."""
+    start = check_seed(start, chain, 'start joints')
+    continuous = continuous_joints(chain)
+    start = np.where(continuous, start, into_reach(chain, start))
     low, high = joint_bounds(chain, 'reach')
-    outside = np.flatnonzero((start < low - 1e-9) | (start > high + 1e-9))
+    outside = np.flatnonzero(~continuous & ((start < low - 1e-9) | (start > high + 1e-9)))
     if len(outside):
         i = outside[0]
         raise ValueError(
             f'start joint {chain.joint_names[i]} = {start[i]:.4f} {chain.joints[i].unit} '
             f'is outside its reach [{low[i]:.4f}, {high[i]:.4f}]'
         )
-    return np.clip(start, *joint_bounds(chain, 'limits'))
+    return np.where(continuous, start, np.clip(start, *joint_bounds(chain, 'limits')))
+
+
+def _path_bounds(chain: Chain, start: np.ndarray, travel: float) -> np.ndarray:
+    """The kernels' (n, 3) joint bounds along a path from start (n,): the software limits,
+    clamped, never wrapped (a wrap is a jump); a continuous joint's start +- travel (rad), more
+    than the path can turn it, so it goes on past +-pi (its spare-joint pull, towards the middle,
+    is towards where it started)."""
+    low, high = joint_bounds(chain, 'limits')
+    continuous = continuous_joints(chain)
+    radius = travel + math.pi
+    low = np.where(continuous, start - radius, low)
+    high = np.where(continuous, start + radius, high)
+    return np.stack([low, high, np.zeros_like(low)], -1)
 
 
 @functools.lru_cache(maxsize=8)

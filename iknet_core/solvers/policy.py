@@ -47,6 +47,11 @@ def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
     return (high - low >= TURN - _SLACK) & revolute
 
 
+def continuous_joints(chain: Chain) -> np.ndarray:
+    """(n,) bool: the chain's continuous joints (URDF), which turn without end."""
+    return np.array([joint.continuous for joint in chain.joints], dtype=bool)
+
+
 def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
     """joints (..., n) rad with each joint that turns whole turns and is past its reach taken
     back into it by the fewest whole turns: the same arm, nearest where it was (a continuous
