@@ -32,6 +32,7 @@ from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
+from iknet_core.solvers.policy import continuous_nearest
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import make_commander
@@ -370,14 +371,15 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
-        accepted, reason = await self.commander.command(
-            self.chain.joint_names, solutions.joints[0], path_time
-        )
+        goal = solutions.joints[0]
+        if seed is not None:  # a continuous joint goes the short way from where the arm is
+            goal = continuous_nearest(self.chain, goal, seed)
+        accepted, reason = await self.commander.command(self.chain.joint_names, goal, path_time)
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')
             return response
         self.get_logger().info(
-            f'goal_task_space_path: {solver_name} {np.round(solutions.joints[0], 4).tolist()} '
+            f'goal_task_space_path: {solver_name} {np.round(goal, 4).tolist()} '
             f'over {path_time} s, {reason}'
         )
         response.is_planned = True

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
 import numpy as np
+from chain_helpers import omx_with_one_turn_base
+from open_manipulator_msgs.srv import SetJointPosition, SetKinematicsPose
 from rcl_interfaces.srv import GetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from recording_helpers import wait_for
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from test_chain_tool import LONG_ARM
 from test_ik_server import solve_request
@@ -90,6 +94,52 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
     getter = node.create_client(GetParameters, '/ik_server/get_parameters')
     (value,) = ros.call(getter, GetParameters.Request(names=['solver'])).values
     assert value.string_value == 'refine-from-zero'  # as `ros2 param get` reads it
+
+
+def test_a_move_takes_a_continuous_joint_on_from_where_the_arm_is(processes, ros, tmp_path):
+    # The arm's continuous joint1 reads a turn on, 3.0 + 2 pi: a goal at 3.1 rad is commanded
+    # as 3.1 + 2 pi, a short move, not as 3.1 (a turn back round) nor -3.18 (inside +-pi).
+    chain = omx_with_one_turn_base()
+    urdf = tmp_path / 'omx_continuous.urdf'
+    urdf.write_text(chain_to_urdf(chain))
+    node = ros.node('legacy_controller_stand_in')
+    commanded = []
+
+    def take_goal(request, response):
+        commanded.append(list(request.joint_position.position))
+        response.is_planned = True
+        return response
+
+    node.create_service(SetJointPosition, '/goal_joint_space_path', take_goal)
+    arm = [3.0 + 2 * math.pi, 0.1, 0.2, 0.3]
+    states = node.create_publisher(JointState, '/joint_states', 10)
+    node.create_timer(
+        0.05, lambda: states.publish(JointState(name=chain.joint_names, position=arm))
+    )
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'urdf:={urdf}', *LINKS,
+        '-p', 'solver:=refine-from-zero', log=log,
+    )  # fmt: skip
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    assert mover.wait_for_service(timeout_sec=90.0), log.read_text()
+    wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
+    goal = np.array([3.1, 0.1, 0.2, 0.3])
+    position, rotation = forward_kinematics(chain, goal)
+    request = SetKinematicsPose.Request(planning_group='arm', path_time=1.0)
+    pose = request.kinematics_pose.pose
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in position)
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quaternion_from_matrix(rotation))
+    # Until the server has the arm's states it solves without a seed: ask until it moved from them.
+    assert ros.spin_until(
+        lambda: (
+            ros.call(mover, request, resend=False).is_planned
+            and abs(commanded[-1][0] - arm[0]) < 0.5
+        ),
+        30.0,
+    ), (commanded, log.read_text())
+    np.testing.assert_allclose(commanded[-1], goal + np.array([2 * math.pi, 0, 0, 0]), atol=1e-4)
 
 
 def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):

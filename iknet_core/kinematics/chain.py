@@ -167,7 +167,7 @@ CHAIN_PRESETS = {OMX_CHAIN.name: OMX_CHAIN, 'omx': OMX_CHAIN}
 def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> Chain:
     """The chain a model was trained for; ValueError naming both, and where they differ, when
     another arm was asked. The asked one where given: the same arm, with what does not tell
-    arms apart (velocity limits) as asked."""
+    arms apart (velocity limits, continuous marks) as asked."""
     if asked is not None and asked != model_chain:
         raise ValueError(
             f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '

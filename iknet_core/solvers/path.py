@@ -45,7 +45,12 @@ from iknet_core.solvers.path_smoothing import (
     smooth_path,
     step_stands_out,
 )
-from iknet_core.solvers.policy import TURN, continuous_joints, into_reach, joint_bounds
+from iknet_core.solvers.policy import (
+    continuous_joints,
+    continuous_nearest,
+    into_reach,
+    joint_bounds,
+)
 from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings, named
 
@@ -352,7 +357,7 @@ def start_solutions(
     if avoid is not None:
         # A continuous joint by the whole turns that take it nearest avoid: the same arm, which
         # a path from there would otherwise reach only by turning it round.
-        found = found + np.round((avoid - found) / TURN) * TURN * continuous_joints(chain)
+        found = continuous_nearest(chain, found, avoid)
         found = found[np.abs(found - avoid).max(-1) >= SAME_SOLUTION_RAD]
     return distinct_solutions(found)[:count]
 

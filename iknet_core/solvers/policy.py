@@ -52,6 +52,15 @@ def continuous_joints(chain: Chain) -> np.ndarray:
     return np.array([joint.continuous for joint in chain.joints], dtype=bool)
 
 
+def continuous_nearest(chain: Chain, joints: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """joints (..., n) rad with each continuous joint moved by the whole turns that take it
+    nearest reference (..., n), the arm's joints: the same arm, which the arm then reaches
+    without turning such a joint round (past +-pi where the arm's state is)."""
+    joints = np.asarray(joints, dtype=np.float64)
+    turns = np.round((np.asarray(reference) - joints) / TURN) * continuous_joints(chain)
+    return joints + turns * TURN
+
+
 def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
     """joints (..., n) rad with each joint that turns whole turns and is past its reach taken
     back into it by the fewest whole turns: the same arm, nearest where it was (a continuous
