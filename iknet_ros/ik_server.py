@@ -240,7 +240,9 @@ class IKServer(Node):
         solver_name: str = '',
         position_only: bool = False,
     ) -> tuple[Solutions, str, float]:
-        """Solutions for a checked target, the solver used and the compute time (s)."""
+        """Solutions for a checked target, the solver used and the compute time (s). With a
+        seed, a continuous joint by the whole turns nearest it (past +-pi where the seed is): the
+        arm there reaches the solution the short way, not a turn round."""
         solver_name = solver_name or self.get_parameter('solver').value
         if refine and solver_name == 'network':
             solver_name = 'network+refine'
@@ -253,7 +255,12 @@ class IKServer(Node):
         solutions = solvers[solver_name].solve(
             target.position, target.rotation, seed=seed, max_solutions=max_solutions
         )
-        return solutions, solver_name, time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        if seed is not None and any(joint.continuous for joint in self.chain.joints):
+            solutions = replace(
+                solutions, joints=continuous_nearest(self.chain, solutions.joints, seed)
+            )
+        return solutions, solver_name, seconds
 
     def check_pose(self, pose: Pose, frame_id: str) -> Target:
         """A geometry_msgs/Pose target checked by the request rules; RequestError otherwise."""
@@ -372,8 +379,6 @@ class IKServer(Node):
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
         goal = solutions.joints[0]
-        if seed is not None:  # a continuous joint goes the short way from where the arm is
-            goal = continuous_nearest(self.chain, goal, seed)
         accepted, reason = await self.commander.command(self.chain.joint_names, goal, path_time)
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')

@@ -96,9 +96,9 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
     assert value.string_value == 'refine-from-zero'  # as `ros2 param get` reads it
 
 
-def test_a_move_takes_a_continuous_joint_on_from_where_the_arm_is(processes, ros, tmp_path):
+def test_a_continuous_joint_is_solved_and_moved_on_from_where_the_arm_is(processes, ros, tmp_path):
     # The arm's continuous joint1 reads a turn on, 3.0 + 2 pi: a goal at 3.1 rad is commanded
-    # as 3.1 + 2 pi, a short move, not as 3.1 (a turn back round) nor -3.18 (inside +-pi).
+    # as 3.1 + 2 pi, a short move, not as 3.1 (a turn back round).
     chain = omx_with_one_turn_base()
     urdf = tmp_path / 'omx_continuous.urdf'
     urdf.write_text(chain_to_urdf(chain))
@@ -139,7 +139,17 @@ def test_a_move_takes_a_continuous_joint_on_from_where_the_arm_is(processes, ros
         ),
         30.0,
     ), (commanded, log.read_text())
-    np.testing.assert_allclose(commanded[-1], goal + np.array([2 * math.pi, 0, 0, 0]), atol=1e-4)
+    turned_on = goal + np.array([2 * math.pi, 0, 0, 0])
+    np.testing.assert_allclose(commanded[-1], turned_on, atol=1e-4)
+    # SolveIK seeded with the arm's joints answers the same way; unseeded, inside +-pi.
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    target = np.concatenate([position, quaternion_from_matrix(rotation)])
+    seeded = solve_request(target, seed=JointState(name=chain.joint_names, position=arm))
+    for request, expected in ((seeded, turned_on), (solve_request(target), goal)):
+        response = ros.call(solve, request)
+        assert response.success, response.message
+        np.testing.assert_allclose(response.solutions[0].position, expected, atol=1e-4)
+        assert response.within_limits[0]
 
 
 def test_a_model_for_another_arm_is_refused_at_start(ros_env, tmp_path):
