@@ -378,13 +378,14 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
-        goal = solutions.joints[0]
-        accepted, reason = await self.commander.command(self.chain.joint_names, goal, path_time)
+        accepted, reason = await self.commander.command(
+            self.chain.joint_names, solutions.joints[0], path_time
+        )
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')
             return response
         self.get_logger().info(
-            f'goal_task_space_path: {solver_name} {np.round(goal, 4).tolist()} '
+            f'goal_task_space_path: {solver_name} {np.round(solutions.joints[0], 4).tolist()} '
             f'over {path_time} s, {reason}'
         )
         response.is_planned = True

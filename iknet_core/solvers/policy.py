@@ -57,8 +57,8 @@ def continuous_nearest(chain: Chain, joints: np.ndarray, reference: np.ndarray) 
     nearest reference (..., n), the arm's joints: the same arm, which the arm then reaches
     without turning such a joint round (past +-pi where the arm's state is)."""
     joints = np.asarray(joints, dtype=np.float64)
-    turns = np.round((np.asarray(reference) - joints) / TURN) * continuous_joints(chain)
-    return joints + turns * TURN
+    turns = np.round((np.asarray(reference) - joints) / TURN)
+    return np.where(continuous_joints(chain), joints + turns * TURN, joints)
 
 
 def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
