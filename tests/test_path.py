@@ -1085,6 +1085,21 @@ def test_a_continuous_joint_goes_on_past_pi_where_a_limited_one_stops():
         np.testing.assert_allclose(result.joints, curve + start - curve[0], atol=1e-4)
 
 
+def test_random_curves_of_a_continuous_joint_go_past_pi_and_are_followed():
+    chain = omx_with_one_turn_base()
+    curves = smooth_joint_paths(chain, count=10, waypoints=50, seed=2)
+    low, high = joint_bounds(chain, 'limits')
+    assert (np.abs(curves[..., 0]).max(-1) > math.pi).sum() >= 2  # centred anywhere in the turn
+    assert ((curves[..., 1:] >= low[1:]) & (curves[..., 1:] <= high[1:])).all()
+    for curve in curves:
+        result = follow_path(chain, pose_from_joints(chain, curve), curve[0])
+        assert result.success, result.reason
+        assert (
+            np.abs(np.diff(result.joints, axis=0)).max()
+            <= 1.5 * np.abs(np.diff(curve, axis=0)).max()
+        )
+
+
 def test_other_starts_of_a_continuous_joint_are_taken_nearest_the_arm():
     # Alternative starts are found inside -pi..pi; for an arm whose continuous joint1 is a turn
     # on, they are the arm's other solutions near it, and the arm's own is not among them a turn

@@ -689,12 +689,14 @@ def smooth_joint_paths(
 ) -> np.ndarray:
     """(count, waypoints, n) smooth random joint curves inside the software limits, whose FK
     makes test paths that a jump-free answer exists for: per joint, a sine of random phase,
-    0.5 to 1 period and up to a quarter of the range about a centre in the middle half."""
+    0.5 to 1 period and up to a quarter of the range about a centre in the middle half; a
+    continuous joint's centre anywhere in its turn, so its curves may go on past +-pi."""
     rng = np.random.default_rng(seed)
     low, high = joint_bounds(chain, 'limits')
     span = high - low
     shape = (count, 1, chain.n_joints)
-    centre = rng.uniform(low + 0.25 * span, high - 0.25 * span, shape)
+    margin = np.where(continuous_joints(chain), 0.0, 0.25 * span)
+    centre = rng.uniform(low + margin, high - margin, shape)
     amplitude = 0.25 * span * rng.uniform(0.3, 1.0, shape)
     periods, phase = rng.uniform(0.5, 1.0, shape), rng.uniform(0.0, 2.0 * math.pi, shape)
     s = np.linspace(0.0, 1.0, waypoints)[None, :, None]
