@@ -2,7 +2,8 @@
 peer libraries warm-started from their previous answer. The paths are FK of smooth random joint
 curves (`smooth_joint_paths`), so a jump-free exact answer exists for every waypoint. Figures:
 waypoints reached within the tolerance, paths followed to the end, jumps (joint steps above
-what follow_path would accept), the largest joint step against the generating curve's,
+what follow_path would accept; a continuous joint's steps the short way round, as a controller
+turns it), the largest joint step against the generating curve's,
 waypoints per second on one thread. Writes path_bench.json, path_bench.md and path_bench.png.
 """
 
@@ -35,6 +36,7 @@ from iknet_core.solvers.path import (
     start_solutions,
 )
 from iknet_core.solvers.path_smoothing import SMOOTHING_PASSES
+from iknet_core.solvers.policy import continuous_joints
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_core.solvers.warm_up import exercise_path
@@ -239,7 +241,7 @@ def path_metrics(
     position_error, orientation_error = pose_errors(chain, joints, poses)
     reached = settings.tolerance.met(position_error, orientation_error)
     stopped = np.isnan(joints).any(-1).any(-1)
-    steps = joint_steps(np.nan_to_num(joints, nan=0.0))  # (P, T - 1)
+    steps = joint_steps(np.nan_to_num(continuous_unwrapped(chain, joints), nan=0.0))  # (P, T - 1)
     tried = ~np.isnan(joints[:, 1:]).any(-1) & ~np.isnan(joints[:, :-1]).any(-1)
     rotations = matrix_from_quaternion(poses[..., 3:])
     bounds = [  # what follow_path would refuse on each path
@@ -264,6 +266,17 @@ def path_metrics(
     }
 
 
+def continuous_unwrapped(chain: Chain, joints: np.ndarray) -> np.ndarray:
+    """joints (P, T, n) with each continuous joint unwrapped along its path: a peer's answer
+    wrapped into +-pi is the same arm, which a controller turns the short way, not a jump."""
+    continuous = continuous_joints(chain)
+    if not continuous.any():
+        return joints
+    joints = joints.copy()
+    joints[..., continuous] = np.unwrap(joints[..., continuous], axis=-2)
+    return joints
+
+
 def format_markdown(report: dict) -> str:
     tolerance = report['tolerance']
     lines = [
@@ -273,7 +286,8 @@ def format_markdown(report: dict) -> str:
         f'(seed {report["seed"]}); reached: within {tolerance["position_m"]:g} m and '
         f'{tolerance["orientation_rad"]:g} rad; stopped: paths follow_path ended early rather '
         "than jump (it says where and why); a jump: a joint step above follow_path's default "
-        'bound for the path; step ratio: the largest joint step of a followed path over its '
+        'bound for the path (a continuous joint stepping the short way round); step ratio: '
+        'the largest joint step of a followed path over its '
         f"generating curve's; within {STEP_RATIO_TARGET:g}x: followed with a step ratio of at "
         f'most {STEP_RATIO_TARGET:g}. '
         f'One thread; load {report["machine"]["load_average_1min"]:.2f} at the end.',

@@ -1223,3 +1223,20 @@ def test_path_metrics_count_stops_and_jumps_and_peers_start_from_their_last_answ
     assert metrics['waypoints_reached'] == pytest.approx((30 + 30 + 20) / 90)
     assert metrics['step_ratio_max'] == pytest.approx(1.0)
     assert metrics['paths_within_step_target'] == pytest.approx(1 / 3)
+
+
+def test_path_metrics_count_no_jump_where_a_continuous_joint_wraps():
+    # A peer that answers a continuous joint within +-pi wraps it where the curve passes pi:
+    # the same arm, which a controller turns the short way. The same whole turn of a joint
+    # that is not continuous is a jump (above).
+    from iknet_core.solvers.settings import SolverSettings
+    from iknet_train.path_bench import path_metrics
+
+    chain = omx_with_one_turn_base()
+    curve = np.array([2.9, 0.1, 0.2, 0.3]) + np.linspace(0.0, 0.6, 30)[:, None] * [1, 0, 0, 0]
+    poses = pose_from_joints(chain, curve[None])
+    wrapped = curve.copy()
+    wrapped[:, 0] = np.angle(np.exp(1j * curve[:, 0]))
+    for arm, jumps in ((chain, 0), (omx_with_one_turn_base(continuous=False), 1)):
+        metrics = path_metrics(arm, curve[None], poses, wrapped[None], 1000.0, SolverSettings())
+        assert metrics['jumps'] == jumps and metrics['waypoints_reached'] == 1.0
