@@ -30,6 +30,25 @@ def test_bad_descriptions_are_refused():
         Joint('j', (0, 0, 0), (0.0, 0.0, 2.0), (-1, 1), (-1, 1))
     with pytest.raises(ValueError, match='unknown chain'):
         chain_preset('ur5')
+    # A continuous joint's limits and reach are a whole turn (a path carries it past them), and
+    # the mark is a JSON boolean: the string 'false' is not false.
+    with pytest.raises(ValueError, match=r'a continuous joint is revolute, its limits a whole'):
+        Joint('j', (0, 0, 0), (0.0, 0.0, 1.0), (-1, 1), (-4, 4), continuous=True)
+    with pytest.raises(ValueError, match=r'a whole turn, got prismatic'):
+        Joint(
+            'j',
+            (0, 0, 0),
+            (0.0, 0.0, 1.0),
+            (-4, 4),
+            (-4, 4),
+            'slide',
+            'prismatic',
+            continuous=True,
+        )
+    data = OMX_CHAIN.to_dict()
+    data['joints'][0]['continuous'] = 'false'
+    with pytest.raises(ValueError, match="expected true or false, got 'false'"):
+        Chain.from_dict(data)
 
 
 def test_a_model_for_the_same_joints_with_another_geometry_says_what_differs():

@@ -10,6 +10,7 @@ from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import matrix_from_quaternion, quaternion_from_matrix
+from iknet_core.metrics import SAME_SOLUTION_RAD
 from iknet_core.solvers import AnalyticSolver, Refiner, SolverSettings
 from iknet_core.solvers.path import (
     alternative_paths,
@@ -1110,6 +1111,19 @@ def test_other_starts_of_a_continuous_joint_are_taken_nearest_the_arm():
     found = start_solutions(chain, target, 8, SolverSettings().position_only(), avoid=arm)
     assert len(found) >= 2  # position-only: elbow up and down, and the base's twins
     assert (np.abs(found[:, 0] - arm[0]) <= math.pi + 1e-9).all(), found[:, 0]
+    assert (np.abs(found - arm).max(-1) >= SAME_SOLUTION_RAD).all(), found
+    # alternative_paths takes a solver's starts (within +-pi) by the turns nearest the origin:
+    # the best path starts where the arm is, not a turn away.
+    within_pi = np.concatenate(
+        [arm[None] - [2 * math.pi, 0, 0, 0], found - [2 * math.pi, 0, 0, 0]]
+    )
+    curve = arm + np.linspace(0.0, 0.05, 8)[:, None] * [1, 0, 0, 0]
+    targets = forward_kinematics(chain, curve)[0]
+    best = alternative_paths(
+        chain, targets, within_pi, SolverSettings().position_only(), origin=arm
+    )[0]
+    assert best.success, best.reason
+    assert abs(best.joints[0, 0] - arm[0]) < 0.01, best.joints[0]  # position-only: joint4 free
 
 
 def test_arguments_of_another_arm_or_shape_are_refused_by_name():
@@ -1240,3 +1254,24 @@ def test_path_metrics_count_no_jump_where_a_continuous_joint_wraps():
     for arm, jumps in ((chain, 0), (omx_with_one_turn_base(continuous=False), 1)):
         metrics = path_metrics(arm, curve[None], poses, wrapped[None], 1000.0, SolverSettings())
         assert metrics['jumps'] == jumps and metrics['waypoints_reached'] == 1.0
+
+
+def test_a_continuous_joint_turns_on_the_same_whatever_max_step():
+    # PR2's right arm (7 joints, its forearm and wrist roll continuous): started three turns on,
+    # each path is the same path three turns on, also under a huge max_step (the bounds
+    # that let those joints past +-pi stay about the start, where their spare-joint pull goes).
+    from iknet_core.kinematics.robots import example_robots_dir
+    from iknet_core.kinematics.urdf import chain_from_urdf
+    from iknet_core.solvers.policy import continuous_joints
+
+    urdf = example_robots_dir() / 'pr2_description/urdf/pr2.urdf'
+    chain = chain_from_urdf(urdf, 'torso_lift_link', 'r_gripper_tool_frame')
+    turns = 3 * 2 * math.pi * continuous_joints(chain)
+    assert turns.any()
+    for curve in smooth_joint_paths(chain, count=4, waypoints=40, seed=1):
+        poses = pose_from_joints(chain, curve)
+        for max_step in (None, 1e17):
+            followed = follow_path(chain, poses, curve[0], max_step=max_step)
+            turned_on = follow_path(chain, poses, curve[0] + turns, max_step=max_step)
+            assert followed.success and turned_on.success, (followed.reason, turned_on.reason)
+            np.testing.assert_allclose(turned_on.joints - turns, followed.joints, atol=1e-8)

@@ -58,11 +58,15 @@ class Joint:
         norm = math.sqrt(sum(a * a for a in self.axis))
         if not math.isclose(norm, 1.0, abs_tol=1e-9):
             raise ValueError(f'joint {self.name!r}: axis {self.axis} is not a unit vector')
-        if self.continuous and self.prismatic:
-            raise ValueError(f'joint {self.name!r}: a prismatic joint cannot be continuous')
         for label, (low, high) in (('limits', self.limits), ('reach', self.reach)):
             if not low < high:
                 raise ValueError(f'joint {self.name!r}: {label} {(low, high)} are not increasing')
+            # A path carries a continuous joint past its limits: they must not stop it short.
+            if self.continuous and (self.prismatic or high - low < 2.0 * math.pi - 1e-9):
+                raise ValueError(
+                    f'joint {self.name!r}: a continuous joint is revolute, its {label} a whole '
+                    f'turn, got {self.kind} {(low, high)}'
+                )
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ class Chain:
                     # Chains saved before prismatic joints: every joint revolute.
                     kind=str(j.get('kind', 'revolute')),
                     velocity_limit=_optional_float(j.get('velocity_limit')),
-                    continuous=bool(j.get('continuous', False)),
+                    continuous=_flag(j.get('continuous', False)),
                 )
                 for j in data['joints']
             )
@@ -128,6 +132,13 @@ class Chain:
 def _vec3(values: Any) -> Vec3:
     x, y, z = (float(v) for v in values)
     return (x, y, z)
+
+
+def _flag(value: Any) -> bool:
+    """A JSON true or false; TypeError for anything else (bool('false') is True)."""
+    if not isinstance(value, bool):
+        raise TypeError(f'expected true or false, got {value!r}')
+    return value
 
 
 def _optional_float(value: Any) -> float | None:

@@ -46,6 +46,7 @@ from iknet_core.solvers.path_smoothing import (
     step_stands_out,
 )
 from iknet_core.solvers.policy import (
+    TURN,
     continuous_joints,
     continuous_nearest,
     into_reach,
@@ -271,6 +272,8 @@ def alternative_paths(
         raise ValueError('alternative_paths needs at least one start')
     if origin is not None:
         origin = check_seed(origin, chain, 'origin')
+        # A solver's starts are within +-pi: a continuous joint's by the turns nearest the arm.
+        starts = continuous_nearest(chain, starts, origin)
     # A start that stops is rescued (followed again, rescue and all) only where that is likely to
     # pay. On an arm with joints to spare (on these targets: positions are position-only): the
     # retries and self-motion searches, for the stopped start with the least travel so far where
@@ -395,7 +398,7 @@ def follow_path(
     if not max_step > 0.0:
         raise ValueError(f'max_step must be > 0 rad, got {max_step}')
     count = len(positions)
-    bounds = _path_bounds(chain, start, count * max_step)
+    bounds = _path_bounds(chain, start, count, max_step)
     arrays = kernels.ChainArrays.from_chain(chain)
     kernel_settings = settings.kernel()
     spare = chain.n_joints > settings.task_dimensions
@@ -687,10 +690,10 @@ def time_stamps(
 def smooth_joint_paths(
     chain: Chain, count: int, waypoints: int = 100, seed: int = 0
 ) -> np.ndarray:
-    """(count, waypoints, n) smooth random joint curves inside the software limits, whose FK
+    """(count, waypoints, n) smooth random joint curves inside the software limits (a continuous
+    joint's about any centre in its turn, so they may go on past +-pi), whose FK
     makes test paths that a jump-free answer exists for: per joint, a sine of random phase,
-    0.5 to 1 period and up to a quarter of the range about a centre in the middle half; a
-    continuous joint's centre anywhere in its turn, so its curves may go on past +-pi."""
+    0.5 to 1 period and up to a quarter of the range about a centre in the middle half."""
     rng = np.random.default_rng(seed)
     low, high = joint_bounds(chain, 'limits')
     span = high - low
@@ -768,14 +771,15 @@ def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     return np.where(continuous, start, np.clip(start, *joint_bounds(chain, 'limits')))
 
 
-def _path_bounds(chain: Chain, start: np.ndarray, travel: float) -> np.ndarray:
-    """The kernels' (n, 3) joint bounds along a path from start (n,): the software limits,
-    clamped, never wrapped (a wrap is a jump); a continuous joint's start +- travel (rad), more
-    than the path can turn it, so it goes on past +-pi (its spare-joint pull, towards the middle,
-    is towards where it started)."""
+def _path_bounds(chain: Chain, start: np.ndarray, count: int, max_step: float) -> np.ndarray:
+    """The kernels' (n, 3) joint bounds along a path of count waypoints from start (n,): the
+    software limits, clamped, never wrapped (a wrap is a jump); a continuous joint's widened
+    about start by more than the path can turn it (count steps of max_step, none needing more
+    than a turn), so it goes on past +-pi. Its spare-joint pull, towards the middle of the
+    bounds, is then towards where it started."""
     low, high = joint_bounds(chain, 'limits')
     continuous = continuous_joints(chain)
-    radius = travel + math.pi
+    radius = count * min(max_step, TURN) + math.pi
     low = np.where(continuous, start - radius, low)
     high = np.where(continuous, start + radius, high)
     return np.stack([low, high, np.zeros_like(low)], -1)
