@@ -2,8 +2,9 @@
 go on through a singularity the way they were moving) and never jump.
 
 Each waypoint is refined by Levenberg-Marquardt from the previous one (as it is, and carried on
-at its last velocity), with the joints clamped to the software limits and never wrapped: damped
-steps from the previous solution stay on its branch, except through a singularity. Arms with
+at its last velocity), with the joints clamped to the software limits (a continuous joint goes on
+past them: _path_bounds) and never wrapped: damped steps from the previous solution stay on its
+branch, except through a singularity. Arms with
 joints to spare keep them near the previous waypoint and off their limits; where the path still
 stops short of a waypoint, it is followed again with the joints near a limit pulled harder, and
 where it stops even so, their self-motion is searched (path_search). On an arm with no joints to
