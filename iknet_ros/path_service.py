@@ -33,6 +33,9 @@ from iknet_ros.requests import (
     check_target,
 )
 
+# A timed path longer than this (s) is a stamping slip, not a path: a legacy arm's goals would
+# hold the move services for it.
+LONGEST_TIMED_PATH_S = 86_400.0
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
 # farther, its first goal would jump.
 START_TOLERANCE_RAD = 0.02
@@ -108,11 +111,9 @@ def solve_path(
         stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
     else:
         stamps = times[: len(reached)]
-        limited = request.max_velocity or np.isfinite(velocity_limits(chain)).any()
-        if limited and result.success:  # a failed path says why it failed
-            check_speed(
-                np.concatenate([start[None], reached]), stamps, request.max_velocity, chain
-            )
+        if result.success:  # a failed path says why it failed
+            from_start = np.concatenate([start[None], reached])
+            check_speed(from_start, stamps, limits[0], chain, given=bool(request.max_velocity))
     response = SolvePath.Response(success=result.success)
     response.failed_at = -1 if result.failed_at is None else result.failed_at
     response.trajectory.header.frame_id = base_frame
@@ -132,12 +133,21 @@ def solve_path(
         else result.reason
     )
     if request.alternatives:
-        move = np.abs(reached[0] - start).sum() if len(reached) else 0.0
         response.message += (
             f"; the best of {starts} paths (the start joints' and {starts - 1} from other "
-            f'solutions of the first waypoint), {move:.3g} rad of joint travel (summed over the '
-            'joints) from the start joints to its first point'
+            'solutions of the first waypoint'
         )
+        if starts - 1 < request.alternatives:
+            response.message += (
+                f' found{" in time for its first stamp" if times is not None else ""}'
+            )
+        response.message += ')'
+        if len(reached):
+            move = np.abs(reached[0] - start).sum()
+            response.message += (
+                f', {move:.3g} rad of joint travel (summed over the joints) from the start '
+                'joints to its first point'
+            )
     return response
 
 
@@ -155,8 +165,10 @@ def path_targets(
     if not poses:
         raise RequestError('the path is empty')
     if timed:
+        # A pose's own frame: empty, or the path's ('' in either is the base frame).
+        same = {'', frame, frame or base_frame}
         for index, stamped in enumerate(request.timed_path.poses):
-            if stamped.header.frame_id not in ('', frame):
+            if stamped.header.frame_id not in same:
                 raise RequestError(
                     f"waypoint {index}: frame {stamped.header.frame_id!r} is not the path's "
                     f'{frame!r}'
@@ -195,25 +207,39 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
                 f'after the header stamp does not come after {before} at {previous:.9f} s'
             )
         previous = time
+    if times[-1] > LONGEST_TIMED_PATH_S:
+        raise RequestError(
+            f'timed_path: its last waypoint is {times[-1]:.3g} s after the header stamp (the '
+            'start), more than a day: stamp the header with the time the arm is at the start '
+            'joints (a header left at 0 under clock-time stamps reads so)'
+        )
     return times
 
 
-def check_speed(joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain) -> None:
+def check_speed(
+    joints: np.ndarray, stamps: np.ndarray, max_velocity: float, chain: Chain, given: bool
+) -> None:
     """RequestError when joints (T + 1, n) from the start, reached at stamps (T,) s, need a
     joint faster than it may go between two of them: max_velocity (rad/s; slide_units for a
-    prismatic joint) where given (> 0), and its own URDF velocity limit."""
+    prismatic joint; given: the request's, else the default), and its own URDF velocity limit.
+    A timed path is checked against the default too: a planner's slip (stamps in ms for s)
+    must not throw an arm that has no URDF limit at tens of rad/s."""
     speeds = np.abs(np.diff(joints, axis=0)) / np.diff(np.concatenate([[0.0], stamps]))[:, None]
-    asked = max_velocity * slide_units(chain) if max_velocity else np.full(chain.n_joints, np.inf)
+    asked = max_velocity * slide_units(chain)
     own = velocity_limits(chain)
     allowed = np.minimum(asked, own)
     index, joint = np.unravel_index(np.argmax(speeds / allowed), speeds.shape)
     if speeds[index, joint] > allowed[joint]:
         unit = f'{chain.joints[joint].unit}/s'
-        limit = (
-            f'its URDF velocity limit {own[joint]:g} {unit}'
-            if own[joint] <= asked[joint]
-            else f'max_velocity {asked[joint]:g} {unit}'
-        )
+        if own[joint] <= asked[joint]:
+            limit = f'its URDF velocity limit {own[joint]:g} {unit}'
+        elif given:
+            limit = f'max_velocity {asked[joint]:g} {unit}'
+        else:
+            limit = (
+                f'the default max_velocity {asked[joint]:g} {unit} (give max_velocity to allow '
+                'more)'
+            )
         raise RequestError(
             f'timed_path: its times need {chain.joint_names[joint]} at '
             f'{speeds[index, joint]:.3g} {unit} to reach waypoint {index}, above {limit}'

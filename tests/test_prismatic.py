@@ -176,6 +176,7 @@ def test_a_urdf_velocity_limit_slows_its_joint_and_survives_the_round_trip() -> 
 
 @pytest.mark.parametrize('max_velocity', [0.0, 1.0], ids=['no max_velocity', 'max_velocity'])
 def test_a_timed_path_faster_than_a_urdf_velocity_limit_is_refused(max_velocity: float) -> None:
+    from iknet_core.solvers.path import DEFAULT_MAX_VELOCITY
     from iknet_ros.path_service import check_speed
     from iknet_ros.requests import RequestError
 
@@ -183,9 +184,10 @@ def test_a_timed_path_faster_than_a_urdf_velocity_limit_is_refused(max_velocity:
     chain = dataclasses.replace(SCARA, joints=(*slow, SCARA.joints[3]))
     lowered = np.zeros((3, 4))
     lowered[:, 2] = [0.0, 0.05, 0.1]
-    check_speed(lowered, np.array([1.0, 2.0]), max_velocity, chain)  # 0.05 m/s: allowed
+    speed, given = max_velocity or DEFAULT_MAX_VELOCITY, bool(max_velocity)
+    check_speed(lowered, np.array([1.0, 2.0]), speed, chain, given)  # 0.05 m/s: allowed
     with pytest.raises(RequestError, match=r'quill at 0.1 m/s .* above its URDF velocity limit'):
-        check_speed(lowered, np.array([0.5, 1.0]), max_velocity, chain)
+        check_speed(lowered, np.array([0.5, 1.0]), speed, chain, given)
 
 
 def test_accuracy_report_gives_a_slides_error_in_metres_unwrapped() -> None:

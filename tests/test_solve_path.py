@@ -134,6 +134,12 @@ BAD = {
         lambda r: to_timed(r, [1e-3, 2e-3, 3e-3, 4e-3, 5e-3]),
         'rad/s to reach waypoint',
     ),
+    'clock times under a zero header': (
+        lambda r: setattr(
+            to_timed(r, [1.7e9 + k for k in range(5)]).timed_path.header, 'stamp', Time()
+        ),
+        'more than a day: stamp the header',
+    ),
     'path and timed_path': (
         lambda r: to_timed(r, [1.0, 2.0, 3.0, 4.0, 5.0], keep_path=True),
         'one of path and timed_path',
@@ -151,7 +157,7 @@ def test_a_timed_path_keeps_its_own_times(ros, client):
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=20, seed=8)[0]
     times = 2.0 + 0.25 * np.arange(20)
     request = to_timed(path_request(pose_from_joints(OMX_CHAIN, curve), curve[0]), times)
-    request.max_velocity = 0.0  # the path's own times, whatever speed they need
+    request.max_velocity = 2.0  # the path's own times: 1.04 rad/s, within the limit given
     response = ros.call(client, request, timeout_s=60.0)
     assert response.success, response.message
     assert "on the path's times" in response.message
@@ -234,9 +240,10 @@ def test_alternatives_rescue_a_start_off_the_path_and_keep_a_timed_path_in_time(
     assert np.allclose(first, curve[0], atol=1e-4)  # the one solution inside the limits
     assert '0.6 rad of joint travel' in rescued.message
     assert seconds(rescued.trajectory.points[0]) >= 0.6 / MAX_VELOCITY - 1e-9
-    # A timed path must leave the time for that move (1 rad/s without max_velocity).
+    # A timed path must leave the time for that move (1 rad/s without max_velocity; its steps,
+    # 0.26 rad each 0.3 s, are within that too).
     for first_stamp, taken in ((0.1, False), (2.0, True)):
-        timed = to_timed(request_from_away(8), first_stamp + 0.1 * np.arange(20))
+        timed = to_timed(request_from_away(8), first_stamp + 0.3 * np.arange(20))
         timed.max_velocity = 0.0
         response = ros.call(client, timed, timeout_s=60.0)
         assert response.success == taken, response.message
@@ -297,6 +304,39 @@ def test_a_continuous_joint_turned_on_is_followed_from_where_the_arm_is():
     assert answer.success, answer.message
     joint1 = [point.positions[0] for point in answer.trajectory.points]
     np.testing.assert_allclose(joint1, curve[:, 0] + 2 * math.pi, atol=1e-4)
+
+
+def test_a_timed_path_is_held_to_the_default_speed_unless_max_velocity_says_more():
+    # The OM-X has no URDF velocity limit: a timed path stamped in ms where s were meant (0.6 rad
+    # in 10 ms) is refused at the default 1 rad/s, not executed at 60 rad/s; a max_velocity
+    # given allows it.
+    curve = np.array([0.8, 0.1, 0.2, 0.3]) - np.linspace(0.0, 0.6, 10)[:, None] * [1, 0, 0, 0]
+    request = to_timed(
+        path_request(pose_from_joints(OMX_CHAIN, curve), curve[0]), 1e-3 * np.arange(1, 11)
+    )
+    request.max_velocity = 0.0
+    with pytest.raises(
+        RequestError, match=r'joint1 at 66.7 rad/s .* above the default max_velocity 1 rad/s'
+    ):
+        path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
+    request.max_velocity = 100.0
+    answer = path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
+    assert answer.success, answer.message
+
+
+def test_an_empty_path_frame_is_the_base_frame_for_its_waypoints_too():
+    # '' is the base frame: waypoints stamped in it by name belong to a path framed ''.
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=5, seed=9)[0]
+    request = to_timed(
+        path_request(pose_from_joints(OMX_CHAIN, curve), curve[0], frame=''), [2, 4, 6, 8, 10]
+    )
+    for pose in request.timed_path.poses:
+        pose.header.frame_id = 'world'
+    answer = path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
+    assert answer.success, answer.message
+    request.timed_path.poses[2].header.frame_id = 'camera'
+    with pytest.raises(RequestError, match="waypoint 2: frame 'camera' is not the path's ''"):
+        path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
 
 
 def test_a_nan_joint_state_is_named_where_the_states_are_needed_and_ignored_elsewhere():
