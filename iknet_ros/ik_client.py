@@ -23,6 +23,7 @@ from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.kinematics.transforms import quaternion_from_matrix
+from iknet_core.output_paths import figure_file
 from iknet_ros.arm_command import duration_s
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.requests import MAX_ALTERNATIVES
@@ -64,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         f'{MAX_ALTERNATIVES})',
     )
     parser.add_argument(
-        '--plot', type=Path, help='with --line or --circle: draw the path and joints here'
+        '--plot',
+        type=figure_file,
+        help='with --line or --circle: draw the path and joints in this figure (.png, .pdf, ...)',
     )
     for axis in ('qx', 'qy', 'qz', 'qw'):
         parser.add_argument(f'--{axis}', type=float, help='target orientation quaternion')
@@ -109,8 +112,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f'--solutions must be at least 1, got {args.solutions}')
     if not args.path_time > 0.0:
         parser.error(f'--path-time must be > 0 s, got {args.path_time}')
-    if args.plot is not None and not args.plot.parent.is_dir():
-        parser.error(f'--plot: no directory {args.plot.parent} to write {args.plot.name} in')
     if not is_path(args):
         if args.alternatives:
             parser.error('--alternatives is for --line or --circle')
@@ -298,11 +299,14 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     client = node.create_client(
         SolvePath, f'{args.server}/solve_path', qos_profile=SERVICE_QUEUE_QOS
     )
-    # A legacy arm is sent the waypoints one by one as they fall due: allow for the path's time.
+    # A legacy arm is sent the waypoints one by one as they fall due: allow for the path's time
+    # (a minute, and 2 ms a waypoint: each segment lasts at least 1 ms, and the goals take time).
     # A move must not be sent twice, so no resend then.
-    timeout_s = args.timeout + (60.0 if args.move else 0.0)
+    timeout_s = args.timeout + (60.0 + 2e-3 * len(path) if args.move else 0.0)
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0)
     if response is None:
+        if args.move:
+            print('  the arm may still be moving along the path', file=sys.stderr)
         return False
     outcome = 'success' if response.success else 'FAILED'
     print(f'{path_name(args)} of {args.steps} waypoints: {outcome}: {response.message}')
@@ -401,6 +405,7 @@ def plot_path(path_file: Path, path: np.ndarray, response) -> None:
     curves.set(xlabel='time from start (s)', ylabel='joint (rad; m if prismatic)')
     curves.legend(fontsize=8)
     figure.tight_layout()
+    path_file.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path_file, dpi=100)
     plt.close(figure)
 

@@ -37,6 +37,7 @@ from iknet_core.metrics import (
     summary,
     within_mm,
 )
+from iknet_core.output_paths import output_dir
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import (
     NETWORK_SOLVERS,
@@ -57,7 +58,6 @@ from iknet_train.cli import (
     add_solutions_arguments,
     add_target_arguments,
     arm_from_args,
-    output_dir,
     solutions_subset,
     target_poses,
 )

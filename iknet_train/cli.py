@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import glob
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
@@ -30,43 +29,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None:
             return action.help
         return super()._get_help_string(action)
-
-
-def output_file(text: str) -> Path:
-    """argparse type of a file a tool writes when its work is done: refused at the start where it
-    could not be written then (a directory, a file where a folder on its path should be, a
-    folder this user cannot write in), instead of a traceback after the work."""
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text} is a directory; give a file name')
-    _check_can_create(path.parent, text)
-    return path
-
-
-def output_dir(text: str) -> Path:
-    """argparse type of a folder a tool writes into, checked as output_file's file is."""
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text} is a file, not a folder')
-    _check_can_create(path, text)
-    return path
-
-
-def optional_output_dir(text: str) -> Path | None:
-    """output_dir, or None for '' (no output)."""
-    return output_dir(text) if text else None
-
-
-def _check_can_create(folder: Path, text: str) -> None:
-    """folder, or its nearest existing parent (the rest is made), is a folder this user can
-    write in."""
-    existing = folder
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise argparse.ArgumentTypeError(f'{text}: {existing} is a file, not a folder')
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f'{text}: cannot write in {existing}')
 
 
 def add_chain_arguments(

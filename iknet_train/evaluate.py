@@ -24,6 +24,7 @@ from iknet_core.metrics import (
     solution_diversity,
     wrapped_difference,
 )
+from iknet_core.output_paths import optional_output_dir, output_file
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
@@ -38,8 +39,6 @@ from iknet_train.cli import (
     add_solutions_arguments,
     add_target_arguments,
     arm_from_args,
-    optional_output_dir,
-    output_file,
     solutions_subset,
     target_poses,
 )

@@ -19,8 +19,9 @@ from iknet_core.checkpoint import load_checkpoint
 from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import joint_differences
 from iknet_core.onnx_graph import ExportedNetwork, write_onnx
+from iknet_core.output_paths import output_file
 from iknet_core.resources import DEFAULT_MODEL, shipped
-from iknet_train.cli import HelpFormatter, add_model_argument, output_file
+from iknet_train.cli import HelpFormatter, add_model_argument
 from iknet_train.synthetic import synthetic_samples
 
 # The opsets write_onnx's TorchScript exporter writes: from its base (its legacy 7 and 8 write a

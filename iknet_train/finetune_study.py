@@ -30,8 +30,9 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
+from iknet_core.output_paths import output_dir
 from iknet_core.solvers.network import NetworkProposer
-from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args, output_dir
+from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
 from iknet_train.train import main as train_main

@@ -32,8 +32,9 @@ from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
 from iknet_core.networks import MixtureIKNet, pose_features
+from iknet_core.output_paths import output_dir
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter, output_dir
+from iknet_train.cli import HelpFormatter
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, limit_ranges, synthetic_samples

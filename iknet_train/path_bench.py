@@ -27,6 +27,7 @@ from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import pose_errors
+from iknet_core.output_paths import output_dir
 from iknet_core.solvers.path import (
     alternative_paths,
     default_max_step,
@@ -41,7 +42,7 @@ from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_core.solvers.warm_up import exercise_path
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter, add_urdf_arguments, output_dir, urdf_chain_from_args
+from iknet_train.cli import HelpFormatter, add_urdf_arguments, urdf_chain_from_args
 from iknet_train.peers import PEER_PACKAGES, build_peer, is_installed, offline
 from iknet_train.plots import save_figure
 

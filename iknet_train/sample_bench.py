@@ -46,6 +46,7 @@ from iknet_core.metrics import (
     summary,
 )
 from iknet_core.networks import MixtureIKNet, angle_features, check_oversampling
+from iknet_core.output_paths import output_dir
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.mixture_kernel import CompiledMixture
@@ -61,7 +62,6 @@ from iknet_train.cli import (
     add_position_only_argument,
     add_target_arguments,
     chain_from_args,
-    output_dir,
     target_poses,
 )
 from iknet_train.plots import save_figure

@@ -34,6 +34,7 @@ from torch import nn
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.kinematics.robots import named_chain
+from iknet_core.output_paths import output_dir
 from iknet_core.solvers.network_kernel import linear, silu_inplace
 from iknet_core.solvers.path import smooth_joint_paths
 from iknet_core.solvers.policy import joint_bounds
@@ -41,7 +42,7 @@ from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.result import Tolerance
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.bench import machine, one_thread, write_report
-from iknet_train.cli import HelpFormatter, output_dir
+from iknet_train.cli import HelpFormatter
 from iknet_train.fit import fit
 from iknet_train.plots import save_figure
 

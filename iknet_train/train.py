@@ -45,6 +45,7 @@ from iknet_core.networks import (
     joint_ranges,
     model_class_of,
 )
+from iknet_core.output_paths import output_dir, output_file
 from iknet_core.resources import TRAIN_DATA
 from iknet_core.solvers.policy import joint_bounds
 from iknet_train.cli import (
@@ -52,8 +53,6 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_recording_arguments,
     chain_from_args,
-    output_dir,
-    output_file,
     reads_recordings,
     recordings_from_args,
 )

@@ -28,7 +28,8 @@ import pytorch_pfn_extras as ppe
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError  # optuna's RDB storage runs on it
 
 from iknet_core.checkpoint import load_checkpoint
-from iknet_train.cli import HelpFormatter, output_dir, output_file
+from iknet_core.output_paths import output_dir, output_file
+from iknet_train.cli import HelpFormatter
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
 from iknet_train.train import check_flags, train

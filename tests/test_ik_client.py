@@ -41,7 +41,7 @@ def test_unreachable_target_exits_nonzero(server, ros_env):
     assert 'FAILED' in result.stdout
 
 
-def test_bad_arguments_are_refused_before_any_call(ros_env):
+def test_bad_arguments_are_refused_before_any_call(ros_env, tmp_path):
     result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--qx', '0')
     assert result.returncode == 2
     assert 'give --qx --qy --qz --qw (all four) or --pitch' in result.stderr
@@ -52,9 +52,18 @@ def test_bad_arguments_are_refused_before_any_call(ros_env):
     result = run_client(ros_env, *pose, '--move', '--path-time', '-1')
     assert result.returncode == 2
     assert '--path-time must be > 0 s, got -1.0' in result.stderr
-    result = run_client(ros_env, '--line', '0.2,0,0.1:0.25,0,0.1', '--plot', '/nowhere/x.png')
-    assert result.returncode == 2
-    assert '--plot: no directory /nowhere to write x.png in' in result.stderr
+    # A figure it could not write is refused before the path is solved (or the arm moved).
+    (tmp_path / 'file').write_text('')
+    line = ('--line', '0.2,0,0.1:0.25,0,0.1')
+    for plot, message in (
+        (tmp_path / 'file' / 'x.png', 'file is a file, not a folder'),
+        (tmp_path, 'is a directory; give a file name'),
+        (tmp_path / 'line.txt', 'name a figure file ending in one of'),
+        (tmp_path / 'line', 'name a figure file ending in one of'),
+    ):
+        result = run_client(ros_env, *line, '--plot', str(plot))
+        assert result.returncode == 2, result.stderr
+        assert f'argument --plot: {plot}' in result.stderr and message in result.stderr
 
 
 def test_analytic_solver_is_chosen_per_request(server, ros_env):
@@ -156,3 +165,28 @@ def test_a_gripper_state_taken_as_the_seed_is_dropped_and_asked_again(processes,
     assert ended, 'ik_client did not end within 120 s'
     assert process.returncode == 0, output + errors
     assert 'line of 10 waypoints: success' in output
+
+
+def test_a_path_replacing_the_move_to_its_start_is_no_warning(processes, ros_env, tmp_path):
+    # On the trajectory interface the path's goal replaces the move to its first waypoint while
+    # that settles: the controller aborts the older goal, which the server logs as information.
+    from recording_helpers import wait_for
+
+    log = tmp_path / 'server.log'
+    processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
+        '-p', 'command_interface:=trajectory', log=log,
+    )  # fmt: skip
+    line = ('--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '30', '--pitch', '0.5')
+    result = run_client(ros_env, *line, '--move', '--path-time', '1.0')
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Two results: the move's (replaced, or done where it ended before the path came) and the
+    # path's.
+
+    def results() -> int:
+        text = log.read_text()
+        return text.count('a newer goal was sent') + text.count('trajectory done')
+
+    wait_for(lambda: results() >= 2, 30.0, f"both trajectories' results in {log}")
+    assert 'WARN' not in log.read_text(), log.read_text()
