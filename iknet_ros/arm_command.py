@@ -153,6 +153,7 @@ class TrajectoryCommander:
         self._action_name = action
         self._timeout_s = timeout_s
         self._topic_only = False  # the topic answered and the action never did
+        self._goals_sent = 0  # a goal's result after a newer goal's: it was replaced, as asked
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
@@ -209,7 +210,9 @@ class TrajectoryCommander:
         handle = sent.result()
         if not handle.accepted:
             return False, f'{name} rejected the trajectory (its controller logs why)'
-        handle.get_result_async().add_done_callback(self._log_result)
+        self._goals_sent += 1
+        number = self._goals_sent
+        handle.get_result_async().add_done_callback(lambda done: self._log_result(done, number))
         return True, f'sent to {name}'
 
     def _cancel_late_goal(self, future: Future) -> None:
@@ -218,7 +221,9 @@ class TrajectoryCommander:
             self._node.get_logger().warning(f'{self._action_name}: canceling a goal accepted late')
             handle.cancel_goal_async()
 
-    def _log_result(self, future: Future) -> None:
+    def _log_result(self, future: Future, number: int) -> None:
+        """The result of the number-th goal sent: a warning where it failed, unless a newer
+        goal of ours replaced it (a path sent while the move to its start settles)."""
         answer = future.result()
         logger = self._node.get_logger()
         if answer is None or answer.status == GoalStatus.STATUS_UNKNOWN:
@@ -227,9 +232,11 @@ class TrajectoryCommander:
             logger.info(f'{self._action_name}: trajectory done')
         else:
             status = GOAL_STATUS_NAMES.get(answer.status, str(answer.status))
-            logger.warning(
+            replaced = number < self._goals_sent
+            (logger.info if replaced else logger.warning)(
                 f'{self._action_name}: trajectory {status} (error_code '
                 f'{answer.result.error_code}): {answer.result.error_string}'
+                f'{"; a newer goal was sent" if replaced else ""}'
             )
 
 
