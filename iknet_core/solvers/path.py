@@ -848,8 +848,9 @@ def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_s
         )
     # A path of positions has no orientation error to report (NaN).
     angle = '' if math.isnan(orientation_error) else f', {math.degrees(orientation_error):.3g} deg'
+    previous = 'the previous one' if failed_at else 'the start joints'
     return (
-        f'waypoint {failed_at} is not reached from the previous one (nearest: '
+        f'waypoint {failed_at} is not reached from {previous} (nearest: '
         f'{position_error * 1e3:.3g} mm{angle}): out of reach, outside the limits, or reachable '
         'only on another branch'
     )
