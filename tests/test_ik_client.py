@@ -176,7 +176,8 @@ def test_a_path_replacing_the_move_to_its_start_is_no_warning(processes, ros_env
     processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
     processes.start(
         executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
-        '-p', 'command_interface:=trajectory', log=log,
+        # Discovering the simulator's action may take seconds on a busy machine.
+        '-p', 'command_interface:=trajectory', '-p', 'command_timeout:=30.0', log=log,
     )  # fmt: skip
     line = ('--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '30', '--pitch', '0.5')
     result = run_client(ros_env, *line, '--move', '--path-time', '1.0')
