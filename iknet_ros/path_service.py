@@ -33,9 +33,9 @@ from iknet_ros.requests import (
     check_target,
 )
 
-# A timed path longer than this (s) is a stamping slip, not a path: a legacy arm's goals would
-# hold the move services for it.
-LONGEST_TIMED_PATH_S = 86_400.0
+# A trajectory longer than this (s) is a slip (stamps, or a speed limit in the wrong unit), not
+# a path: a legacy arm's goals would hold the move services for it.
+LONGEST_PATH_S = 86_400.0
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
 # farther, its first goal would jump.
 START_TOLERANCE_RAD = 0.02
@@ -109,6 +109,11 @@ def solve_path(
     if times is None:
         units = speed_units(chain, limits[0])
         stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
+        if len(stamps) and stamps[-1] > LONGEST_PATH_S:
+            raise RequestError(
+                f'at max_velocity {limits[0]:g} rad/s and max_acceleration {limits[1]:g} '
+                f'rad/s^2 the trajectory would take {stamps[-1]:.3g} s, more than a day'
+            )
     else:
         stamps = times[: len(reached)]
         if result.success:  # a failed path says why it failed
@@ -207,7 +212,7 @@ def path_times(request: SolvePath.Request) -> np.ndarray | None:
                 f'after the header stamp does not come after {before} at {previous:.9f} s'
             )
         previous = time
-    if times[-1] > LONGEST_TIMED_PATH_S:
+    if times[-1] > LONGEST_PATH_S:
         raise RequestError(
             f'timed_path: its last waypoint is {times[-1]:.3g} s after the header stamp (the '
             'start), more than a day: stamp the header with the time the arm is at the start '

@@ -122,6 +122,10 @@ BAD = {
         'outside its reach',
     ),
     'negative speed': (lambda r: setattr(r, 'max_velocity', -1.0), 'max_velocity'),
+    'a speed in the wrong unit': (
+        lambda r: setattr(r, 'max_velocity', 1e-9),
+        'the trajectory would take',
+    ),
     'non-increasing times': (
         lambda r: to_timed(r, [1.0, 2.0, 2.0, 3.0, 4.0]),
         'waypoint 2 at 2.000000000 s after the header stamp does not come after waypoint 1',
