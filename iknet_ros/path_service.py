@@ -138,15 +138,12 @@ def solve_path(
         else result.reason
     )
     if request.alternatives:
+        # Fewer other starts than asked for: no more solutions, or (timed) none more in time.
+        found = ' found' + (' in time for its first stamp' if times is not None else '')
         response.message += (
             f"; the best of {starts} paths (the start joints' and {starts - 1} from other "
-            'solutions of the first waypoint'
+            f'solutions of the first waypoint{found if starts - 1 < request.alternatives else ""})'
         )
-        if starts - 1 < request.alternatives:
-            response.message += (
-                f' found{" in time for its first stamp" if times is not None else ""}'
-            )
-        response.message += ')'
         if len(reached):
             move = np.abs(reached[0] - start).sum()
             response.message += (
