@@ -9,6 +9,7 @@ a move waits for the controller.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,6 +25,8 @@ COMMAND_INTERFACES = ('legacy', 'trajectory', 'none')
 # How long (s) a trajectory controller's action may come up after its topic did (discovery finds
 # a controller's endpoints together, but a loaded machine spreads them out).
 ACTION_GRACE_S = 1.0
+# Why a goal was not sent: a newer command, path or stop came first.
+REPLACED = 'replaced by a newer goal'
 GOAL_STATUS_NAMES = {
     GoalStatus.STATUS_CANCELED: 'canceled',
     GoalStatus.STATUS_ABORTED: 'aborted',
@@ -38,16 +41,42 @@ class ArmCommander(Protocol):
         ...
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
-        """Send a timed trajectory (points timed from now); (accepted, reason)."""
+        """Send a timed trajectory (points timed from now); (accepted, reason). It replaces
+        the goal or trajectory in progress, as a newer command does."""
+        ...
+
+    def drop_pending(self) -> None:
+        """No goal asked for before now is sent from now on (a path's remaining points)."""
         ...
 
 
-class LegacyCommander:
+class NewestGoal:
+    """Goals numbered as they are asked for: one that is no longer the newest is not sent, so a
+    newer command, path or stop replaces an older one still waiting for its controller, and the
+    rest of a path being sent point by point."""
+
+    def __init__(self) -> None:
+        self._newest = 0
+
+    def drop_pending(self) -> None:
+        """No goal asked for before now is sent from now on."""
+        self._newest += 1
+
+    def _number(self) -> int:
+        self.drop_pending()
+        return self._newest
+
+    def _replaced(self, number: int) -> bool:
+        return number != self._newest
+
+
+class LegacyCommander(NewestGoal):
     """SetJointPosition on /goal_joint_space_path, as the ROBOTIS legacy controller serves it."""
 
     def __init__(self, node: Node, service: str, timeout_s: float) -> None:
         from open_manipulator_msgs.srv import SetJointPosition
 
+        super().__init__()
         self._node = node
         self._request_type = SetJointPosition.Request
         # Not the node's default group: a waiting move holds that, and the answer must get through.
@@ -57,6 +86,11 @@ class LegacyCommander:
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
+    ) -> tuple[bool, str]:
+        return await self._send(self._number(), names, positions, path_time)
+
+    async def _send(
+        self, number: int, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
         # A controller started together with the server may still be in discovery.
         deadline = time.monotonic() + self._timeout_s
@@ -70,6 +104,8 @@ class LegacyCommander:
         # DDS can lose the answer to a client the controller has just discovered; resending the
         # same joint goal is harmless, so try twice before reporting failure.
         for _attempt in range(2):
+            if self._replaced(number):
+                return False, REPLACED
             future = self._client.call_async(request)
             if await first_done(self._node, self._group, future, self._timeout_s):
                 break
@@ -82,24 +118,60 @@ class LegacyCommander:
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
         """One goal per point, each sent when the previous one is due and reached over the
-        time between them: the legacy controller takes no trajectories. A goal refused midway
-        leaves the arm at the last point it took (the reason says which)."""
+        time between them: the legacy controller takes no trajectories. The answer comes once
+        the first goal is taken; the rest are sent in the background, as a trajectory
+        controller follows its goal, until a newer goal or a stop replaces them."""
+        number = self._number()
+        points = trajectory.points
         started = time.monotonic()
-        previous = 0.0
-        for index, point in enumerate(trajectory.points):
-            due = duration_s(point.time_from_start)
-            accepted, reason = await self.command(
-                trajectory.joint_names, point.positions, due - previous
-            )
-            if not accepted:
-                return False, f'point {index} of {len(trajectory.points)}: {reason}'
-            wait = started + due - time.monotonic()
-            if wait < 0.0:
-                started -= wait  # a late answer delays the rest, so no segment gets shorter
-            elif index + 1 < len(trajectory.points):
-                await first_done(self._node, self._group, None, wait)
-            previous = due
-        return True, f'{len(trajectory.points)} goals sent to {self._client.srv_name}'
+        first = duration_s(points[0].time_from_start)
+        accepted, reason = await self._send(
+            number, trajectory.joint_names, points[0].positions, first
+        )
+        if not accepted:
+            return False, f'point 0 of {len(points)}: {reason}'
+        name = self._client.srv_name
+        if len(points) == 1:
+            return True, f'1 goal sent to {name}'
+        self._node.executor.create_task(self._send_rest(trajectory, number, started))
+        return True, (
+            f'{len(points)} goals for {name}: the first taken, the rest sent as they fall due '
+            f'over {duration_s(points[-1].time_from_start):.3g} s'
+        )
+
+    async def _send_rest(self, trajectory: JointTrajectory, number: int, started: float) -> None:
+        """The points after the first, each when the one before it is due; the outcome is
+        logged, as a trajectory controller's result is (a task must not raise: the executor
+        would take the node down)."""
+        logger = self._node.get_logger()
+        try:
+            points = trajectory.points
+            previous = duration_s(points[0].time_from_start)
+            for index in range(1, len(points)):
+                wait = started + previous - time.monotonic()
+                if wait > 0.0:
+                    await first_done(self._node, self._group, None, wait)
+                else:
+                    started -= wait  # a late answer delays the rest, so no segment gets shorter
+                due = duration_s(points[index].time_from_start)
+                accepted, reason = (
+                    (False, REPLACED)
+                    if self._replaced(number)
+                    else await self._send(
+                        number, trajectory.joint_names, points[index].positions, due - previous
+                    )
+                )
+                if not accepted:
+                    replaced = reason == REPLACED
+                    (logger.info if replaced else logger.warning)(
+                        f'path: point {index} of {len(points)} not sent: {reason}'
+                        + ('' if replaced else '; the arm stays at the last point it took')
+                    )
+                    return
+                previous = due
+            logger.info(f'path: {len(points)} goals sent to {self._client.srv_name}')
+        except Exception:  # logged, never raised into the executor
+            logger.error(f'path: sending its goals failed:\n{traceback.format_exc()}')
 
 
 async def first_done(
@@ -126,13 +198,14 @@ async def first_done(
     return future is not None and future.done()
 
 
-class TrajectoryCommander:
+class TrajectoryCommander(NewestGoal):
     """Trajectories for a ros2_control JointTrajectoryController: a goal of its
     FollowJointTrajectory action where the controller serves one (the result is logged when it
     comes), else a message on its JointTrajectory topic. A joint goal is a one-point trajectory.
     """
 
     def __init__(self, node: Node, topic: str, action: str, timeout_s: float) -> None:
+        super().__init__()
         self._node = node
         self._group = ReentrantCallbackGroup()  # as LegacyCommander's
         self._publisher = node.create_publisher(JointTrajectory, topic, 10)
@@ -164,7 +237,10 @@ class TrajectoryCommander:
         return await self.follow(JointTrajectory(joint_names=list(names), points=[point]))
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+        number = self._number()
         route = await self._route()
+        if self._replaced(number):  # a newer goal came while this one waited for discovery
+            return False, REPLACED
         if route == 'action':
             return await self._send_goal(trajectory)
         if route == 'topic':
@@ -242,6 +318,9 @@ class TrajectoryCommander:
 
 class NoCommander:
     """Solve only: for dry runs and for arms commanded by something else."""
+
+    def drop_pending(self) -> None:
+        pass
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float

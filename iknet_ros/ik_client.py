@@ -299,10 +299,10 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     client = node.create_client(
         SolvePath, f'{args.server}/solve_path', qos_profile=SERVICE_QUEUE_QOS
     )
-    # A legacy arm is sent the waypoints one by one as they fall due: allow for the path's time
-    # (a minute, and 2 ms a waypoint: each segment lasts at least 1 ms, and the goals take time).
-    # A move must not be sent twice, so no resend then.
-    timeout_s = args.timeout + (60.0 + 2e-3 * len(path) if args.move else 0.0)
+    # The server answers a move once the controller has taken it (a legacy arm its first goal),
+    # after trying twice, command_timeout each: allow a minute more. A move must not be sent
+    # twice, so no resend then.
+    timeout_s = args.timeout + (60.0 if args.move else 0.0)
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0)
     if response is None:
         if args.move:

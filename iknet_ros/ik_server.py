@@ -3,7 +3,10 @@
 Services (relative to the node name):
 - ~/solve_ik (iknet/srv/SolveIK): solutions best first, each with its FK error;
 - ~/goal_task_space_path (open_manipulator_msgs/srv/SetKinematicsPose): solve, seeded with the
-  arm's latest /joint_states, then send the arm there; a drop-in for the ROBOTIS service.
+  arm's latest /joint_states, then send the arm there; a drop-in for the ROBOTIS service;
+- ~/solve_path (iknet/srv/SolvePath): joint waypoints for a Cartesian path, executed if asked;
+- ~/stop (std_srvs/srv/Trigger): hold the arm where its joint states last were, ending the move
+  or path in progress.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
 from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
@@ -47,6 +51,9 @@ from iknet_ros.requests import (
     check_target,
 )
 
+# How long (s) a stop gives the arm to come to rest at its last joint states: long enough not to
+# jerk it, short enough that it stops near where it was (a cubic from 1 rad/s overshoots 0.04 rad).
+STOP_TIME_S = 0.3
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 # As robot_state_publisher publishes it: the last description waits for late subscribers.
@@ -98,6 +105,10 @@ class IKServer(Node):
             '~/goal_task_space_path',
             self.goal_task_space_path,
             callback_group=moves,
+        )
+        # Its own group: a stop must not wait for a move that awaits its controller.
+        self.create_service(
+            Trigger, '~/stop', self.stop, callback_group=MutuallyExclusiveCallbackGroup()
         )
         self.create_subscription(
             JointState, config.joint_states_topic, self.on_joint_states, latest_state_qos
@@ -389,6 +400,28 @@ class IKServer(Node):
             f'over {path_time} s, {reason}'
         )
         response.is_planned = True
+        return response
+
+    async def stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Hold the arm where its joint states last were, over STOP_TIME_S: the goal replaces
+        the one in progress (a legacy path's remaining points are not sent)."""
+        self.commander.drop_pending()
+        names = self.chain.joint_names if self.chain else ()
+        try:
+            present = arm_joints(self._latest_joints, names) if names else None
+        except RequestError as error:
+            present, reason = None, str(error)
+        else:
+            reason = 'no joint states from the arm have come'
+        if present is None:
+            response.success = False
+            response.message = f'cannot hold the arm: {reason}; no further goal is sent'
+        else:
+            response.success, sent = await self.commander.command(names, present, STOP_TIME_S)
+            response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
+        (self.get_logger().info if response.success else self.get_logger().warning)(
+            f'stop: {response.message}'
+        )
         return response
 
     def not_ready(self) -> str:

@@ -50,12 +50,15 @@ def fill_message(message, values: dict):
 
 
 def readme_service_calls(service: str, service_type) -> list:
-    """The requests of every `ros2 service call SERVICE TYPE 'YAML'` in the README."""
+    """The requests of every `ros2 service call SERVICE TYPE ['YAML']` in the README (no YAML:
+    an empty request)."""
+    package = service_type.__module__.split('.')[0]
     requests = []
     for command in readme_command_lines():
         if command[:4] != ['ros2', 'service', 'call', service]:
             continue
-        assert command[4] == f'iknet/srv/{service_type.__name__}', command
-        requests.append(fill_message(service_type.Request(), yaml.safe_load(command[5])))
+        assert command[4] == f'{package}/srv/{service_type.__name__}', command
+        values = yaml.safe_load(command[5]) if len(command) > 5 else {}
+        requests.append(fill_message(service_type.Request(), values))
     assert requests, f'no `ros2 service call {service}` in the README'
     return requests

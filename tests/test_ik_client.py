@@ -80,7 +80,7 @@ def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'line of 30 waypoints: success' in result.stdout
     assert '30 points, largest position error' in result.stdout
-    assert 'goals sent to' in result.stdout  # the legacy controller took them one by one
+    assert 'goals for /goal_joint_space_path: the first taken' in result.stdout  # one by one
     assert plot.is_file() and plot.stat().st_size > 10_000
 
 

@@ -10,6 +10,7 @@ from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
@@ -205,6 +206,11 @@ def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, 
         assert response.success, response.message
         answered_while_moving += not moving.done()
     assert answered_while_moving == 20
+    # No joint states either: a stop cannot hold the arm, and says so.
+    stop = node.create_client(Trigger, '/ik_server/stop')
+    stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0)
+    assert not stopped.success
+    assert 'no joint states from the arm have come' in stopped.message, stopped.message
     assert ros.spin_until(moving.done, 15.0)
     assert not moving.result().is_planned
     assert 'nobody/goal_joint_space_path is not available' in (tmp_path / 'server.log').read_text()

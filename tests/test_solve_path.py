@@ -11,6 +11,7 @@ from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
@@ -267,7 +268,7 @@ def test_bad_requests_get_success_false_with_the_reason(ros, client, case):
 
 # command_interface -> (extra server parameters, how the server says it handed the path over).
 ROUTES = {
-    'legacy': ((), '30 goals sent to /goal_joint_space_path'),
+    'legacy': ((), '30 goals for /goal_joint_space_path: the first taken'),
     'trajectory': ((), 'sent to /arm_controller/follow_joint_trajectory'),
     'trajectory topic': (
         ('-p', "follow_joint_trajectory_action:=''"),
@@ -375,59 +376,118 @@ def test_joint_states_from_several_publishers_are_merged_by_name(ros, client):
     assert response.success, response.message
 
 
+class SimulatedArm:
+    """The simulator and a server commanding it through a route, with a client of the server's
+    services and the simulator's joint states and poses as they come."""
+
+    def __init__(self, processes, ros, tmp_path, route: str) -> None:
+        extra, _ = ROUTES[route]
+        self.log = tmp_path / 'server.log'
+        processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
+        processes.start(
+            executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
+            '-p', f'command_interface:={route.split()[0]}', *extra, log=self.log,
+        )  # fmt: skip
+        self.ros = ros
+        self.node = ros.node('path_mover')
+        self.client = self.node.create_client(SolvePath, '/ik_server/solve_path')
+        assert self.client.wait_for_service(timeout_sec=60.0), self.log.read_text()
+        self.states, self.poses = [], []
+        self.node.create_subscription(JointState, '/joint_states', self.states.append, 10)
+        self.node.create_subscription(KinematicsPose, '/kinematics_pose', self.poses.append, 10)
+        assert ros.spin_until(lambda: bool(self.states) and bool(self.poses), 20.0), 'no sim'
+        # The simulator may still be settling into its start pose.
+        assert ros.spin_until(self.at_rest, 20.0), 'the simulated arm does not come to rest'
+
+    def at_rest(self) -> bool:
+        """Still, by the simulator's velocities: a position held a few messages can be the
+        turning point of an overshoot."""
+        states = self.states
+        return len(states) > 5 and not any(any(s.velocity) for s in states[-5:])
+
+    def joints(self) -> np.ndarray:
+        present = dict(zip(self.states[-1].name, self.states[-1].position, strict=False))
+        return np.array([present[name] for name in OMX_CHAIN.joint_names])
+
+    def execute(self, path: np.ndarray, max_velocity: float = MAX_VELOCITY) -> SolvePath.Response:
+        """The path executed from the joint states the server received."""
+        request = path_request(path, None)
+        request.execute, request.max_velocity = True, max_velocity
+        response = self.ros.call(self.client, request, timeout_s=60.0, resend=False)
+        deadline = time.monotonic() + 60.0  # discovery on a loaded machine takes its time
+        while 'no start joints' in response.message and time.monotonic() < deadline:
+            # The server has no joint state yet: ask again once more have been published.
+            seen = len(self.states)
+            self.ros.spin_until(lambda seen=seen: len(self.states) > seen + 10, 10.0)
+            response = self.ros.call(self.client, request, timeout_s=60.0, resend=False)
+        assert response.success and response.executed, response.message
+        return response
+
+
 @pytest.mark.parametrize('route', list(ROUTES))
 def test_an_executed_path_ends_the_simulated_arm_at_its_last_pose(processes, ros, tmp_path, route):
-    extra, handed_over = ROUTES[route]
-    processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
-    processes.start(
-        executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
-        '-p', f'command_interface:={route.split()[0]}', *extra, log=tmp_path / 'server.log',
-    )  # fmt: skip
-    node = ros.node('path_mover')
-    client = node.create_client(SolvePath, '/ik_server/solve_path')
-    assert client.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
-    states, poses = [], []
-    node.create_subscription(JointState, '/joint_states', states.append, 10)
-    node.create_subscription(KinematicsPose, '/kinematics_pose', poses.append, 10)
-    assert ros.spin_until(lambda: bool(states) and bool(poses), 20.0), 'no simulator'
-
-    def at_rest() -> bool:  # the simulator may still be settling into its start pose
-        return len(states) > 5 and all(s.position == states[-1].position for s in states[-5:])
-
-    assert ros.spin_until(at_rest, 20.0), 'the simulated arm does not come to rest'
-    present = dict(zip(states[-1].name, states[-1].position, strict=False))
-    start = np.array([present[name] for name in OMX_CHAIN.joint_names])
+    arm = SimulatedArm(processes, ros, tmp_path, route)
+    start = arm.joints()
     goal = np.array([0.5, -0.3, 0.2, 0.6])
     curve = start + np.linspace(0.0, 1.0, 30)[:, None] * (goal - start)
     path = pose_from_joints(OMX_CHAIN, curve)
     # Refused, unmoved, while the arm is not at the given start joints.
     elsewhere = path_request(path, start + np.array([0.3, 0.0, 0.0, 0.0]))
     elsewhere.execute = True
-    refused = ros.call(client, elsewhere, timeout_s=60.0, resend=False)
+    refused = ros.call(arm.client, elsewhere, timeout_s=60.0, resend=False)
     assert not refused.success and not refused.executed
     # (or, before the server has heard the arm, that no joint state has come)
     assert 'not at the start joints' in refused.message or 'none has come' in refused.message
 
-    request = path_request(path, None)  # from the joint states the server received
-    request.execute = True
-    response = ros.call(client, request, timeout_s=60.0, resend=False)
-    deadline = time.monotonic() + 60.0  # discovery on a loaded machine takes its time
-    while 'no start joints' in response.message and time.monotonic() < deadline:
-        # The server has no joint state yet: ask again once more have been published.
-        seen = len(states)
-        ros.spin_until(lambda seen=seen: len(states) > seen + 10, 10.0)
-        response = ros.call(client, request, timeout_s=60.0, resend=False)
-    assert response.success and response.executed, response.message
-    assert response.message.endswith(handed_over), response.message
+    response = arm.execute(path)
+    assert ROUTES[route][1] in response.message, response.message
 
     def error() -> float:
-        reached = poses[-1].pose.position
+        reached = arm.poses[-1].pose.position
         return float(np.linalg.norm(np.array([reached.x, reached.y, reached.z]) - path[-1, :3]))
 
     duration = seconds(response.trajectory.points[-1])
     # The simulator quantizes joints to 4096 ticks: ~0.4 mm of tip motion per tick.
     assert ros.spin_until(lambda: error() < 1e-3, duration + 15.0), f'{error() * 1e3:.2f} mm off'
-    if route == 'trajectory':  # the action's result, logged by the server when it came
-        log = tmp_path / 'server.log'
-        done = '/arm_controller/follow_joint_trajectory: trajectory done'
-        assert ros.spin_until(lambda: done in log.read_text(), 15.0), log.read_text()
+    # The outcome, logged by the server when it came: the action's result, the legacy goals'.
+    done = {
+        'legacy': 'path: 30 goals sent to /goal_joint_space_path',
+        'trajectory': '/arm_controller/follow_joint_trajectory: trajectory done',
+    }.get(route)
+    if done is not None:
+        assert ros.spin_until(lambda: done in arm.log.read_text(), 15.0), arm.log.read_text()
+
+
+@pytest.mark.parametrize('route', list(ROUTES))
+def test_stop_holds_the_arm_partway_along_a_path_that_other_requests_did_not_wait_for(
+    processes, ros, tmp_path, route
+):
+    arm = SimulatedArm(processes, ros, tmp_path, route)
+    start = arm.joints()
+    goal = start + np.array([0.9, 0.3, -0.2, 0.0])
+    path = pose_from_joints(OMX_CHAIN, start + np.linspace(0.0, 1.0, 40)[:, None] * (goal - start))
+    response = arm.execute(path, max_velocity=0.15)
+    ends = time.monotonic() + seconds(response.trajectory.points[-1])  # ~6 s from now
+    # A path request is answered while the arm moves along the first: a legacy path's goals,
+    # sent as they fall due, no longer hold the server's path and move requests.
+    answer = ros.call(arm.client, path_request(path, start), timeout_s=60.0)
+    assert answer.success, answer.message
+    assert goal[0] - arm.joints()[0] > 0.3, 'the arm was nearly done before the answer came'
+    assert ros.spin_until(lambda: arm.joints()[0] > start[0] + 0.1, 30.0), 'the arm does not move'
+
+    stop = arm.node.create_client(Trigger, '/ik_server/stop')
+    assert stop.wait_for_service(timeout_sec=60.0), arm.log.read_text()
+    (request,) = readme_service_calls('/ik_server/stop', Trigger)
+    stopped = ros.call(stop, request, timeout_s=60.0)
+    assert stopped.success and 'holding at' in stopped.message, stopped.message
+    assert ros.spin_until(arm.at_rest, 20.0), 'the arm does not come to rest after the stop'
+    held = arm.joints()
+    assert goal[0] - held[0] > 0.2, f'the arm went on to {held}'
+    # It stays there past the path's end: no later goal of the path moves it again.
+    moved = ros.spin_until(
+        lambda: np.abs(arm.joints() - held).max() > 0.01, max(ends - time.monotonic(), 0) + 1.0
+    )
+    assert not moved, f'the arm moved on from {held} to {arm.joints()}'
+    if route == 'legacy':  # the path's remaining goals were dropped, and the server said so
+        log = arm.log.read_text()
+        assert 'not sent: replaced by a newer goal' in log and 'stop: holding at' in log, log
