@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -58,3 +59,9 @@ def _check_can_create(folder: Path, text: str) -> None:
         raise argparse.ArgumentTypeError(f'{text}: {existing} is a file, not a folder')
     if not os.access(existing, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f'{text}: cannot write in {existing}')
+    try:  # os.access says yes to root everywhere, /proc and read-only mounts included
+        tempfile.TemporaryFile(dir=existing).close()  # unnamed where the system allows it
+    except OSError as error:
+        raise argparse.ArgumentTypeError(
+            f'{text}: cannot write in {existing}: {error.strerror}'
+        ) from error
