@@ -6,6 +6,7 @@ FK and ranking stay out of the graph: the solver stack ranks the hypotheses, wha
 
 from __future__ import annotations
 
+import hashlib
 import io
 import warnings
 from pathlib import Path
@@ -20,6 +21,9 @@ from iknet_core.networks import IKNetwork, MixtureIKNet
 
 INPUT_NAMES = ['poses']
 OUTPUT_NAMES = ['hypotheses']
+# The graph's metadata key for the SHA-256 of the checkpoint it was exported from: a graph
+# beside a checkpoint is served for it only when this matches (a file date proves nothing).
+SOURCE_KEY = 'iknet_checkpoint_sha256'
 
 
 class ExportedNetwork(nn.Module):
@@ -74,3 +78,28 @@ def onnx_bytes(model: IKNetwork, chain: Chain) -> bytes:
     buffer = io.BytesIO()
     write_onnx(ExportedNetwork(model), chain, buffer)
     return buffer.getvalue()
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def stamp_source(graph: Path, checkpoint: Path) -> None:
+    """Record in the graph file which checkpoint it is (SOURCE_KEY)."""
+    import onnx
+
+    model = onnx.load(str(graph))
+    onnx.helper.set_model_props(model, {SOURCE_KEY: file_digest(checkpoint)})
+    onnx.save(model, str(graph))
+
+
+def exported_from(graph: Path, checkpoint: Path) -> bool:
+    """Whether graph is a readable ONNX file stamped as exported from checkpoint as it is now."""
+    import onnx
+
+    try:
+        model = onnx.load(str(graph))
+    except Exception:  # any unreadable file is simply not the export
+        return False
+    stamps = {prop.key: prop.value for prop in model.metadata_props}
+    return stamps.get(SOURCE_KEY) == file_digest(checkpoint)

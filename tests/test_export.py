@@ -12,6 +12,7 @@ import torch
 
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
+from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import wrapped_difference
 from iknet_core.networks import build_model
 from iknet_core.resources import DEFAULT_MODEL, shipped
@@ -34,8 +35,8 @@ def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_onnx_equals_torch_for_any_batch_size(
     model_path: Path, tmp_path: Path, batch: int
 ) -> None:
-    output, differences = export(model_path, tmp_path / 'm.onnx', check_samples=200)
-    assert list(differences) == ['rad'] and differences['rad'] < 1e-4
+    output, differences, beyond = export(model_path, tmp_path / 'm.onnx', check_samples=200)
+    assert list(differences) == ['rad'] and differences['rad'] < 1e-4 and beyond == 0.0
 
     poses = synthetic_samples(OMX_CHAIN, batch, seed=5)[0].astype(np.float32)
     session = onnxruntime.InferenceSession(str(output), providers=['CPUExecutionProvider'])
@@ -100,7 +101,7 @@ def test_a_chain_with_a_slide_reports_its_difference_in_metres(
 
     checkpoint = load_checkpoint(model_path)
     scara = save_checkpoint(tmp_path / 'scara.pt', checkpoint.model, 'iknet', SCARA)
-    output, differences = export(scara, tmp_path / 'scara.onnx', check_samples=50)
+    output, differences, _ = export(scara, tmp_path / 'scara.onnx', check_samples=50)
     assert list(differences) == ['rad', 'm'] and max(differences.values()) < 1e-4
     assert main(['--model', str(scara), '--output', str(output)]) == 0
     assert capsys.readouterr().out.strip().endswith(' m')
@@ -137,3 +138,53 @@ def test_default_exports_the_shipped_model_here(
     assert (tmp_path / 'omx_iknet.onnx').is_file()
     difference = float(capsys.readouterr().out.split('difference ')[1].split()[0])
     assert difference < 1e-4
+
+
+def test_an_output_naming_the_model_itself_is_refused_and_the_model_kept(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    copy = tmp_path / 'mine.pt'
+    copy.write_bytes(model_path.read_bytes())
+    assert main(['--model', str(copy), '--output', str(copy)]) == 1
+    assert 'is the model file itself' in capsys.readouterr().err
+    assert copy.read_bytes() == model_path.read_bytes()
+
+
+def test_an_export_that_disagrees_with_torch_fails_and_says_by_how_much(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch
+) -> None:
+    # fp16 moves every hypothesis a little: with no tolerance at all, every one is beyond it.
+    monkeypatch.setattr('iknet_train.export.CHECK_TOLERANCE', {'rad': 0.0, 'm': 0.0})
+    half = tmp_path / 'half.onnx'
+    assert main(['--model', str(model_path), '--output', str(half), '--fp16']) == 1
+    error = capsys.readouterr().err
+    assert f'{half} does not agree with torch' in error and 'allowed: 0.1%' in error, error
+    assert half.is_file()  # kept for inspection
+
+
+def test_only_a_graph_exported_from_the_checkpoint_itself_is_served_beside_it(
+    model_path: Path, tmp_path: Path
+) -> None:
+    from iknet_core.onnx_graph import exported_from
+    from iknet_core.solvers.network import NetworkProposer
+
+    mine = tmp_path / 'mine.pt'
+    mine.write_bytes(model_path.read_bytes())
+    graph = tmp_path / 'mine.onnx'
+    export(mine, graph, check_samples=10)
+    assert exported_from(graph, mine)
+    # Another network saved over the checkpoint afterwards: the graph beside it, newer or not,
+    # is no longer its export, and onnxruntime serves the checkpoint's own network.
+    other = build_model('iknet', {'width': 16, 'n_blocks': 1, 'n_hypotheses': 2})
+    other.fit_normalization(torch.as_tensor(synthetic_samples(OMX_CHAIN, 100, 2)[0]).float())
+    save_checkpoint(mine, other, 'iknet', OMX_CHAIN)
+    graph.touch()
+    assert not exported_from(graph, mine)
+    poses = synthetic_samples(OMX_CHAIN, 5, seed=3)[0]
+    served = NetworkProposer(mine, backend='onnxruntime')(
+        poses[:, :3], matrix_from_quaternion(poses[:, 3:])
+    )
+    assert served.shape == (5, 2, 4)  # the new network's two hypotheses, not the graph's four
+    garbage = tmp_path / 'bad.onnx'
+    garbage.write_bytes(b'not a graph')
+    assert not exported_from(garbage, mine)

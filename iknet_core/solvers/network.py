@@ -167,16 +167,16 @@ def load_networks(
 
 
 def _onnx_session(model_path: Path, model, chain):
-    """The exported graph beside the checkpoint (iknet-export) when it is as new as the
-    checkpoint, else the network exported now, in memory."""
+    """The exported graph beside the checkpoint (iknet-export) when it was exported from this
+    very checkpoint, else the network exported now, in memory."""
     import onnxruntime
 
+    from iknet_core.onnx_graph import exported_from, onnx_bytes
+
     onnx_path = model_path.with_suffix('.onnx')
-    if onnx_path.is_file() and onnx_path.stat().st_mtime >= model_path.stat().st_mtime:
+    if onnx_path.is_file() and exported_from(onnx_path, model_path):
         graph = str(onnx_path)
     else:
-        from iknet_core.onnx_graph import onnx_bytes
-
         graph = onnx_bytes(copy.deepcopy(model).cpu(), chain)
     options = onnxruntime.SessionOptions()
     # One query at a time is the common call: threads only add hand-off latency there.
