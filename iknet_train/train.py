@@ -277,9 +277,15 @@ def interrupted(args: argparse.Namespace, started: float) -> str:
         snapshot = args.resume  # no epoch ended: the snapshot it resumed still carries it on
     if snapshot is None:
         return f'interrupted before its first epoch ended; nothing was saved to {args.save_model}'
+    flags = 'the same flags'
+    if args.max_time is not None:  # --resume takes a run's length, not a time to fit one to
+        flags = (
+            'the same flags, --epochs N instead of --max-time (N as logged above: "N of at most '
+            'M epochs fit")'
+        )
     return (
         f'interrupted; nothing was saved to {args.save_model}. The snapshot of the last whole '
-        f'epoch is {snapshot}: carry the run on with the same flags and --resume {snapshot}'
+        f'epoch is {snapshot}: carry the run on with {flags} and --resume {snapshot}'
     )
 
 
@@ -307,8 +313,8 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ValueError(
             '--max-time fits the length of a run to its time, --resume carries on a run of '
             'the length its flags make: resume with --epochs N and no --max-time, N the epochs '
-            'the run planned (its log: "N of at most M epochs fit"), or start a new run with '
-            '--init-from the checkpoint it saved'
+            'the run planned (its log: "N of at most M epochs fit"), or, for a run that ended, '
+            'start a new one with --init-from the checkpoint it saved'
         )
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')

@@ -178,7 +178,7 @@ def test_bad_flags_fail_with_a_message(recording: Path, tmp_path: Path, capsys) 
         (('--resume', str(tmp_path / 'nothing')), 'no snapshot at'),
         (('--max-time', '0'), '--max-time must be a number of minutes > 0, got 0.0'),
         (('--max-time', 'inf'), '--max-time must be a number of minutes > 0, got inf'),
-        (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new run with'),
+        (('--max-time', '5', '--resume', str(tmp_path / 'snapshot')), 'start a new one with'),
         (('--sample-fk-weight', '-1'), '--sample-fk-weight must be a finite number >= 0, got -1'),
         (('--sample-fk-weight', '5'), 'this run trains an iknet model'),
         (('--val-block-s', '0'), '--val-block-s must be a number of seconds > 0, got 0.0'),
@@ -227,12 +227,20 @@ def test_an_interrupted_run_names_what_carries_it_on_and_removes_only_its_own_fi
     for name in ('tmp_loss.png', 'tmp_snapshot', 'tmp_notes.csv', '.model.pt.partial'):
         (out / name).write_text('')
     started = time.time() + 1.0  # the snapshot was written before this run started
-    args = argparse.Namespace(out=out, save_model=out / 'model.pt', resume=None)
+    args = argparse.Namespace(out=out, save_model=out / 'model.pt', resume=None, max_time=None)
     assert 'before its first epoch ended; nothing was saved' in interrupted(args, started)
     assert sorted(path.name for path in out.iterdir()) == ['snapshot', 'tmp_notes.csv']
     args.resume = tmp_path / 'earlier' / 'snapshot'  # a resumed run: its snapshot carries it on
     assert f'--resume {args.resume}' in interrupted(args, started)
-    assert f'--resume {out / "snapshot"}' in interrupted(args, time.time() - 60.0)
+    assert f'with the same flags and --resume {out / "snapshot"}' in interrupted(
+        args, time.time() - 60.0
+    )
+    # A run fitted to --max-time resumes with the epochs that fit: --resume refuses --max-time.
+    args.max_time = 10.0
+    advice = interrupted(args, time.time() - 60.0)
+    assert (
+        '--epochs N instead of --max-time' in advice and f'--resume {out / "snapshot"}' in advice
+    )
 
 
 def test_outputs_that_could_not_be_written_are_refused_before_the_run(tmp_path, capsys) -> None:
