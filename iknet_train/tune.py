@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
+import shlex
 import shutil
+import signal
 import socket
 import sys
 import warnings
@@ -28,11 +31,12 @@ import pytorch_pfn_extras as ppe
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError  # optuna's RDB storage runs on it
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.output_paths import output_dir, output_file
 from iknet_train.cli import HelpFormatter
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
-from iknet_train.train import check_flags, train
+from iknet_train.train import check_flags, model_overrides, train
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,8 @@ BATCH_SIZES = (512, 1024, 2048, 4096)
 
 # What fails one trial and lets the study go on: a setting iknet-train refuses, or memory.
 TRIAL_ERRORS = (ValueError, RuntimeError)
+# What optuna logs of a failed trial in one line, without its traceback.
+ONE_LINE_ERRORS = (ValueError, OSError, KeyboardInterrupt)
 # How to get SQLAlchemy's usual drivers, by module. SQLAlchemy 2.1 runs postgresql:// on psycopg
 # (3); psycopg2-binary, the README's and the tests', needs postgresql+psycopg2:// there.
 DRIVER_INSTALLS = {
@@ -108,16 +114,26 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
-def objective(trial: optuna.Trial, train_argv: list[str], out: Path) -> float:
+def drawn_config_keys(model: str) -> tuple[str, ...]:
+    """The model-config keys a trial draws. A mixture model's n_hypotheses is how many samples
+    it proposes when served, which the validation loss does not see: not drawn for it."""
+    return ('width', 'n_blocks') if model == 'mixture' else ('width', 'n_blocks', 'n_hypotheses')
+
+
+def objective(trial: optuna.Trial, train_argv: list[str], runs: Path) -> float:
     """One iknet-train run with the trial's settings; its best validation loss."""
-    config = {
-        'width': trial.suggest_categorical('width', WIDTHS),
-        'n_blocks': trial.suggest_int('n_blocks', *BLOCKS),
-        'n_hypotheses': trial.suggest_categorical('n_hypotheses', HYPOTHESES),
+    given = build_train_parser().parse_args([*train_argv, *run_outputs(runs / 'trial_0')])
+    draws = {
+        'width': lambda: trial.suggest_categorical('width', WIDTHS),
+        'n_blocks': lambda: trial.suggest_int('n_blocks', *BLOCKS),
+        'n_hypotheses': lambda: trial.suggest_categorical('n_hypotheses', HYPOTHESES),
     }
+    # The flags' own model config (position_only, ...) goes to every trial.
+    config = {**model_overrides(given)}
+    config.update({key: draws[key]() for key in drawn_config_keys(given.model)})
     lr = trial.suggest_float('lr', *LEARNING_RATES, log=True)
     batch_size = trial.suggest_categorical('batch_size', BATCH_SIZES)
-    run = out / f'trial_{trial.number}'
+    run = runs / f'trial_{trial.number}'
     argv = [
         *train_argv,
         '--model-config', json.dumps(config), '--lr', repr(lr), '--batch-size', str(batch_size),
@@ -158,13 +174,55 @@ def run_outputs(run: Path) -> list[str]:
     return ['--save-model', str(run / 'model.pt'), '--out', str(run)]
 
 
-def check_train_flags(train_argv: list[str], out: Path) -> None:
+def study_runs(out: Path, study_name: str) -> Path:
+    """Where a study's trials write: a folder of their own per study, so that two studies run
+    in one --out (trial numbers restart with each) do not write over each other's models."""
+    return out / re.sub(r'[^\w.-]', '_', study_name)
+
+
+def check_train_flags(train_argv: list[str], runs: Path) -> None:
     """Refuse, once before any trial, iknet-train flags every trial would refuse: argparse exits
-    with iknet-train's usage, check_flags raises ValueError naming the flag. The outputs checked
-    are a trial's, under out, not iknet-train's defaults, which no trial writes."""
+    with iknet-train's usage, check_flags raises ValueError naming the flag; and flags a trial
+    sets itself, which would be dropped without a word. The outputs checked are a trial's, under
+    runs, not iknet-train's defaults, which no trial writes."""
     if any(flag.startswith('--init-from') for flag in train_argv):
         raise ValueError('trials choose the architecture: --init-from cannot be tuned')
-    check_flags(build_train_parser().parse_args([*train_argv, *run_outputs(out / 'trial_0')]))
+    # The trial's own values first: a flag given after -- (or its abbreviation) then wins.
+    placeholders = ['--lr', '1e-300', '--batch-size', '1', *run_outputs(runs / 'trial_0')]
+    args = build_train_parser().parse_args([*placeholders, *train_argv])
+    placeholder = build_train_parser().parse_args(placeholders)
+    set_per_trial = [
+        f'--{name.replace("_", "-")}'
+        for name in ('lr', 'batch_size', 'save_model', 'out')
+        if getattr(args, name) != getattr(placeholder, name)
+    ]
+    if set_per_trial:
+        raise ValueError(
+            f'iknet-tune sets {", ".join(set_per_trial)} for each trial itself (trials draw '
+            '--lr and --batch-size and write into --out): leave it out of the flags after --'
+        )
+    drawn = sorted(set(model_overrides(args)) & set(drawn_config_keys(args.model)))
+    if drawn:
+        raise ValueError(
+            f'--model-config sets {", ".join(drawn)}, which the trials draw: leave it out (the '
+            'rest of --model-config goes to every trial)'
+        )
+    check_flags(args)
+
+
+def check_same_flags(study: optuna.Study, train_argv: list[str], storage: str) -> None:
+    """A study's trials are comparable only if they train alike: the first process records the
+    flags after --, and a process joining with others is refused (another arm's models would
+    otherwise be ranked with the first arm's)."""
+    recorded = study.user_attrs.get('train_flags')
+    if recorded is None:
+        study.set_user_attr('train_flags', train_argv)
+    elif recorded != train_argv:
+        raise ValueError(
+            f'study {study.study_name!r} in {storage} runs its trials with the iknet-train flags '
+            f'{shlex.join(recorded)!r}, not {shlex.join(train_argv)!r}: give those, or another '
+            '--study-name'
+        )
 
 
 def open_study(args: argparse.Namespace) -> optuna.Study:
@@ -203,9 +261,10 @@ def first_line(error: BaseException) -> str:
 
 
 def one_line_refusals(record: logging.LogRecord) -> bool:
-    """optuna's log filter: a trial iknet-train refused (a ValueError naming the flag) is one
-    line, as iknet-train prints it; a RuntimeError keeps its traceback."""
-    if record.exc_info and isinstance(record.exc_info[1], ValueError):
+    """optuna's log filter: a trial iknet-train refused (a ValueError naming the flag, a file
+    it cannot read) or an interrupt is one line, as iknet-train prints it; a RuntimeError keeps
+    its traceback."""
+    if record.exc_info and isinstance(record.exc_info[1], ONE_LINE_ERRORS):
         record.exc_info = None
     return True
 
@@ -217,24 +276,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     optuna.logging.get_logger('optuna.study._optimize').addFilter(one_line_refusals)
     own, train_argv = split_argv(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(own)
-    try:
-        if args.trials < 1:
-            raise ValueError(f'--trials must be >= 1, got {args.trials}')
+    runs = study_runs(args.out, args.study_name)
+    with signals_as_interrupt([signal.SIGTERM]) as stopped_by:  # SIGINT: Python's own
         try:
-            check_train_flags(train_argv, args.out)
-        except SystemExit as exit_:
-            return int(exit_.code or 0)
-        study = open_study(args)
-        args.out.mkdir(parents=True, exist_ok=True)
-        study.optimize(
-            lambda trial: objective(trial, train_argv, args.out),
-            n_trials=args.trials,
-            timeout=args.timeout,
-            catch=TRIAL_ERRORS,
-        )
-    except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-tune: error: {error}', file=sys.stderr)
-        return 1
+            if args.trials < 1:
+                raise ValueError(f'--trials must be >= 1, got {args.trials}')
+            try:
+                check_train_flags(train_argv, runs)
+            except SystemExit as exit_:
+                return int(exit_.code or 0)
+            study = open_study(args)
+            check_same_flags(study, train_argv, args.storage)
+            runs.mkdir(parents=True, exist_ok=True)
+            study.optimize(
+                lambda trial: objective(trial, train_argv, runs),
+                n_trials=args.trials,
+                timeout=args.timeout,
+                catch=TRIAL_ERRORS,
+            )
+        except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
+            print(f'iknet-tune: error: {error}', file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(
+                f'iknet-tune: interrupted; the study {args.study_name!r} in {args.storage} keeps '
+                'its finished trials (the one cut short is marked failed): the same command '
+                'carries it on',
+                file=sys.stderr,
+            )
+            return 128 + stopped_by[-1]
     return report(study, args)
 
 

@@ -164,3 +164,54 @@ def test_two_workers_share_one_study_in_postgresql(postgres_url: str, tmp_path: 
         assert sum(str(tmp_path / f'w{worker}') in c for c in commands) == 2
     # Each worker saw the whole study when it finished: the one that ended last saw 4 trials.
     assert any('4 trials' in output for output in outputs), outputs
+
+
+@pytest.mark.parametrize(
+    ('flags', 'refusal'),
+    [
+        (['--lr', '0.01'], 'iknet-tune sets --lr for each trial itself'),
+        (['--batch', '512'], 'iknet-tune sets --batch-size'),  # argparse's abbreviation too
+        (['--save-model', 'mine.pt'], 'iknet-tune sets --save-model'),
+        (['--model-config', '{"width": 64}'], '--model-config sets width, which the trials draw'),
+    ],
+)
+def test_train_flags_a_trial_sets_itself_are_refused_not_dropped(
+    tmp_path: Path, capsys, flags: list[str], refusal: str
+):
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    argv = ['--storage', storage, '--out', str(tmp_path / 'out'), *TRAIN_FLAGS, *flags]
+    assert main(argv) == 1
+    assert refusal in capsys.readouterr().err
+    assert not (tmp_path / 'study.db').exists()
+
+
+def test_a_mixture_study_keeps_its_model_config_and_does_not_draw_the_proposals(tmp_path: Path):
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    config = '{"position_only": true, "n_hypotheses": 32}'
+    argv = ['--trials', '1', '--storage', storage, '--out', str(tmp_path / 'out'),
+            '--save-model', str(tmp_path / 'best.pt'), *TRAIN_FLAGS, '--model', 'mixture',
+            '--model-config', config]  # fmt: skip
+    assert main(argv) == 0
+    study = optuna.load_study(study_name='iknet', storage=storage)
+    assert 'n_hypotheses' not in study.best_trial.params
+    model = load_checkpoint(tmp_path / 'best.pt').model
+    assert model.config.position_only and model.config.n_hypotheses == 32
+
+
+def test_two_studies_in_one_folder_keep_their_models_and_flags_apart(tmp_path: Path, capsys):
+    storage, out = f'sqlite:///{tmp_path / "study.db"}', tmp_path / 'out'
+    for name in ('first', 'second'):
+        argv = ['--trials', '1', '--storage', storage, '--study-name', name, '--out', str(out),
+                '--save-model', str(tmp_path / f'{name}.pt'), *TRAIN_FLAGS]  # fmt: skip
+        assert main(argv) == 0
+    models = {name: out / name / 'trial_0' / 'model.pt' for name in ('first', 'second')}
+    assert all(model.is_file() for model in models.values())
+    first = optuna.load_study(study_name='first', storage=storage).best_trial
+    assert first.user_attrs['model'] == str(models['first'].resolve())
+    # Joining a study with other flags (another arm, here) is refused before any trial.
+    capsys.readouterr()
+    other = ['--trials', '1', '--storage', storage, '--study-name', 'first', '--out', str(out),
+             *TRAIN_FLAGS, '--chain', 'so101']  # fmt: skip
+    assert main(other) == 1
+    assert "study 'first' in " in capsys.readouterr().err
+    assert len(optuna.load_study(study_name='first', storage=storage).trials) == 1
