@@ -670,15 +670,56 @@ MODELS: dict[str, type[IKNetwork]] = {
 DEFAULT_MODEL_TYPE = 'iknet'
 
 
+# Config fields that count something a network is built of: at least one (a block count may be
+# 0: the stem feeds the heads).
+COUNT_FIELDS = ('n_joints', 'width', 'head_width', 'n_components', 'n_hypotheses', 'hidden')
+
+
 def config_from_dict(model_type: str, config: dict[str, Any]) -> Any:
-    """The model's @dataclass config from a plain dict; ValueError on unknown keys or types."""
+    """The model's @dataclass config from a plain dict; ValueError on unknown keys, on a value
+    of another type than the field's (JSON's "false" is a string, and a true one), and on
+    counts below one."""
     model_class = model_class_of(model_type)
-    known = {f.name for f in fields(model_class.config_class)}
-    unknown = sorted(set(config) - known)
+    defaults = {f.name: f.default for f in fields(model_class.config_class)}
+    unknown = sorted(set(config) - set(defaults))
     if unknown:
         raise ValueError(f'unknown config keys {unknown} for model {model_type!r}')
+    for name, value in config.items():
+        check_config_value(model_type, name, value, defaults[name])
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
     return model_class.config_class(**values)
+
+
+def check_config_value(model_type: str, name: str, value: Any, default: Any) -> None:
+    """ValueError naming the field unless value is of default's kind (a count a whole number
+    >= 1, a block count >= 0)."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    least = 1 if name in COUNT_FIELDS else 0 if name == 'n_blocks' else None
+    at_least = '' if least is None else f' >= {least}'
+    if isinstance(default, bool):
+        kind, fits = 'true or false', isinstance(value, bool)
+    elif isinstance(default, int):
+        fits = whole(value) and (least is None or value >= least)
+        kind = f'a whole number{at_least}'
+    elif isinstance(default, float):
+        kind, fits = 'a number', number(value)
+    elif isinstance(default, tuple):
+        items = value if isinstance(value, list | tuple) else [None]
+        if least is None:
+            kind, fits = 'a list of numbers', all(number(v) for v in items)
+        else:
+            kind = f'a list of whole numbers{at_least}'
+            fits = all(whole(v) and v >= least for v in items)
+    else:
+        return
+    if not fits:
+        raise ValueError(f'{model_type} model config {name} must be {kind}, got {value!r}')
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

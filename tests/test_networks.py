@@ -71,6 +71,26 @@ def test_models_rebuild_from_type_and_plain_config() -> None:
         build_model('iknet', {'depth': 3})
 
 
+@pytest.mark.parametrize(
+    ('model_type', 'config', 'message'),
+    [
+        ('mixture', {'n_hypotheses': 0}, 'n_hypotheses must be a whole number >= 1, got 0'),
+        ('mixture', {'n_components': 0}, 'n_components must be a whole number >= 1, got 0'),
+        # JSON's "false" is a string, and a true one: it would have turned the option on.
+        ('mixture', {'position_only': 'false'}, "position_only must be true or false, got 'f"),
+        ('iknet', {'width': 64.5}, 'width must be a whole number >= 1, got 64.5'),
+        ('iknet', {'n_blocks': -1}, 'n_blocks must be a whole number >= 0, got -1'),
+        ('reference', {'hidden': [10, 0]}, 'hidden must be a list of whole numbers >= 1'),
+        ('iknet', {'joint_centers': ['a']}, 'joint_centers must be a list of numbers'),
+    ],
+)
+def test_config_values_of_the_wrong_kind_are_refused_naming_the_field(
+    model_type: str, config: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match=f'{model_type} model config {message}'):
+        build_model(model_type, config, OMX_CHAIN)
+
+
 def test_normalization_is_fitted_and_checked() -> None:
     model = build_model('iknet')
     model.fit_normalization(poses(500))
