@@ -9,6 +9,7 @@ training (free-form JSON-able notes: command, data, figures).
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,10 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
     try:
         content = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as error:  # torch raises several types for truncated or foreign files
-        raise ValueError(f'{path}: not a readable iknet checkpoint ({_reason(error)})') from error
+        reason = _reason(error)
+        if head.startswith(TORCH_FILE_STARTS[0]) and not zipfile.is_zipfile(path):
+            reason = 'cut short: its zip archive has no end, as a copy or save that did not finish'
+        raise ValueError(f'{path}: not a readable iknet checkpoint ({reason})') from error
     if not isinstance(content, dict) or content.get('format') != FORMAT:
         raise ValueError(f'{path}: not an iknet checkpoint (no format={FORMAT!r} entry)')
     missing = [key for key in REQUIRED_KEYS if key not in content]

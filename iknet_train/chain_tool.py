@@ -8,10 +8,10 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.urdf import chain_to_urdf
+from iknet_core.output_paths import output_file
 from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 
 
@@ -23,7 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_chain_arguments(parser, 'the OM-X')
     parser.add_argument(
-        '--write-urdf', type=Path, default=None, help='write the chain as a URDF to this file'
+        '--write-urdf',
+        type=output_file,
+        default=None,
+        help='write the chain as a URDF to this file',
     )
     parser.add_argument('--json', action='store_true', help='print the chain as JSON')
     return parser

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from iknet_core.csv_schema import METADATA_FILE
 from iknet_core.kinematics.chain import OMX_CHAIN
+from iknet_core.output_paths import output_dir
 from iknet_train.bags import BagError, convert_bag
 from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 
@@ -22,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument('bag', type=Path, help='bag directory, or a .mcap or .db3 file')
-    parser.add_argument('out_dir', type=Path, help='directory for the CSV pair (created)')
+    parser.add_argument('out_dir', type=output_dir, help='directory for the CSV pair (created)')
     add_chain_arguments(parser)
     return parser
 
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out_dir.resolve() == args.bag.resolve():
             raise ValueError(f'{args.out_dir}: write the CSVs beside the bag, not into it')
         pose_csv, joint_csv = convert_bag(args.bag, args.out_dir, chain)
-    except (BagError, ValueError, FileNotFoundError) as error:
+    except (BagError, ValueError, OSError) as error:  # OSError: a file that cannot be read
         print(f'iknet-convert: error: {error}', file=sys.stderr)
         return 1
     streams = json.loads((args.out_dir / METADATA_FILE).read_text())['streams']

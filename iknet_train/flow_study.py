@@ -72,11 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     counts = ('synthetic', 'epochs', 'transforms', 'hidden', 'poses', 'samples_per_pose')
     if any(getattr(args, name) < 1 for name in counts):
-        print(
-            f'python -m iknet_train.flow_study: error: --{", --".join(counts)} must be >= 1'
-            .replace('_', '-'),
-            file=sys.stderr,
-        )  # fmt: skip
+        flags = f'--{", --".join(counts)}'.replace('_', '-')
+        print(f'python -m iknet_train.flow_study: error: {flags} must be >= 1', file=sys.stderr)
         return 1
     try:
         import zuko  # noqa: F401  (a test extra: the study only, not the package)
@@ -86,21 +83,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    try:  # the arm and the model checked before the flow trains
+        chain = named_chain(args.chain)
+        mixture = load_checkpoint(args.mixture) if args.mixture else None
+        if mixture is not None and (
+            not isinstance(mixture.model, MixtureIKNet)
+            or mixture.chain != chain
+            or mixture.model.config.position_only
+        ):
+            raise ValueError(f'{args.mixture} is not a mixture model of {chain.name} whole poses')
+    except (ValueError, OSError) as error:  # OSError: a file that cannot be read
+        print(f'python -m iknet_train.flow_study: error: {error}', file=sys.stderr)
+        return 1
     one_thread()
     torch.manual_seed(0)
-    chain = named_chain(args.chain)
-    mixture = load_checkpoint(args.mixture) if args.mixture else None
-    if mixture is not None and (
-        not isinstance(mixture.model, MixtureIKNet)
-        or mixture.chain != chain
-        or mixture.model.config.position_only
-    ):
-        print(
-            f'python -m iknet_train.flow_study: error: {args.mixture} is not a mixture model of '
-            f'{chain.name} whole poses',
-            file=sys.stderr,
-        )
-        return 1
     ranges = training_ranges(chain, mixture)
     flow, seconds = train_flow(chain, args, ranges)
     poses, _ = synthetic_samples(chain, args.poses, TEST_SEED, limit_ranges(chain))

@@ -85,14 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    try:  # every arm and tolerance checked before the first trains
+        chains = {name: named_chain(name) for name in args.chains}
+        settings = SolverSettings(
+            tolerance=Tolerance(args.position_tolerance, args.orientation_tolerance), restarts=0
+        )
+    except ValueError as error:
+        print(f'python -m iknet_train.tracking_study: error: {error}', file=sys.stderr)
+        return 1
     one_thread()
     torch.manual_seed(0)
-    settings = SolverSettings(
-        tolerance=Tolerance(args.position_tolerance, args.orientation_tolerance), restarts=0
-    )
     report = {'settings': vars(args) | {'out': str(args.out)}, 'arms': {}}
-    for name in args.chains:
-        chain = named_chain(name)
+    for name, chain in chains.items():
         model, seconds = train_tracking_network(chain, args)
         report['arms'][name] = {
             'training_s': seconds,

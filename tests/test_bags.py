@@ -252,6 +252,9 @@ def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, 
         convert_bag(bag, tmp_path / 'a_file', OMX_CHAIN)
     assert convert_main([str(tmp_path / 'missing.mcap'), str(tmp_path / 'out')]) == 1
     assert 'not a rosbag2 bag' in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # a folder under a file: refused up front
+        convert_main([str(bag), str(tmp_path / 'a_file' / 'csv')])
+    assert stopped.value.code == 2 and 'a_file is a file, not a folder' in capsys.readouterr().err
 
 
 def test_the_tools_take_a_bag_wherever_they_take_a_recording(tmp_path, joints, capsys):

@@ -75,6 +75,15 @@ def test_chain_flags_that_name_no_chain_are_refused(
     assert message in capsys.readouterr().err
 
 
+def test_a_urdf_output_that_could_not_be_written_is_refused_up_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        chain_tool.main(['--write-urdf', str(tmp_path)])
+    assert stopped.value.code == 2
+    assert f'argument --write-urdf: {tmp_path} is a directory' in capsys.readouterr().err
+
+
 def test_iknet_test_samples_poses_for_an_arm_without_recordings(tmp_path: Path) -> None:
     urdf = tmp_path / 'long.urdf'
     urdf.write_text(chain_to_urdf(LONG_ARM))

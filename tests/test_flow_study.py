@@ -65,3 +65,9 @@ def test_a_model_that_does_not_sample_is_refused(tmp_path, capsys):
     assert main([*argv, '--out', str(tmp_path)]) == 1
     assert 'is not a mixture model of open_manipulator_x whole poses' in capsys.readouterr().err
     assert main(['--epochs', '0', '--out', str(tmp_path)]) == 1
+    assert capsys.readouterr().err.startswith('python -m iknet_train.flow_study: error: --')
+    cut = tmp_path / 'cut.pt'
+    cut.write_bytes(shipped(DEFAULT_MODEL).read_bytes()[:5000])
+    for model, message in ((cut, 'cut short'), (tmp_path / 'none.pt', 'no model file at')):
+        assert main([*argv[:4], '--mixture', str(model), '--out', str(tmp_path)]) == 1
+        assert message in capsys.readouterr().err

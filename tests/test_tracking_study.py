@@ -27,3 +27,8 @@ def test_the_study_compares_three_seeds_on_the_omx(tmp_path):
 def test_bad_settings_are_refused(tmp_path, capsys):
     assert main(['--epochs', '0', '--out', str(tmp_path)]) == 1
     assert 'must be at least 1' in capsys.readouterr().err
+    # Every arm and tolerance is checked before the first arm trains.
+    assert main(['--chains', 'omx', 'nowhere', '--out', str(tmp_path)]) == 1
+    assert "error: unknown chain 'nowhere'" in capsys.readouterr().err
+    assert main(['--position-tolerance', '-1', '--out', str(tmp_path)]) == 1
+    assert 'tolerances must be >= 0' in capsys.readouterr().err
