@@ -160,6 +160,10 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
             'model (iknet-train --model mixture)'
         )
     chain = model_chain_for(chain_from_args(args), checkpoint.chain, args.model)
+    compared = None  # loaded now: a model that cannot be compared is refused before the work
+    if args.compare_model is not None:
+        compared = NetworkProposer(args.compare_model)
+        model_chain_for(chain, compared.chain, args.compare_model)
     # sample()'s knobs: the model's own unless a flag sets one.
     draws = {
         knob: getattr(model.config, knob) if getattr(args, knob) is None else getattr(args, knob)
@@ -216,7 +220,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
         # A continuum (positions, or a redundant arm) has no count of solutions.
         'distinct_solutions_per_pose': None if many else summary(distinct),
         'closed_form_coverage': closed_form_coverage(chain, poses, joints, exact, settings),
-        'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args),
+        'mmd': mmd_figures(chain, poses, joints, exact, refiner, policy, args, compared),
         'speed': speed(model, Refiner(chain, replace(settings, batch_threads=1)), poses[0],
                        count, draws),
         'solver': solver_figures(args.model, chain, replace(settings, batch_threads=1),
@@ -290,17 +294,16 @@ def mmd_figures(
     refiner: Refiner,
     policy: BranchPolicy,
     args: argparse.Namespace,
+    proposer: NetworkProposer | None,
 ) -> dict:
     """Mean MMD^2 to random-restart solutions of the exact samples, of the --compare-model's
-    refined hypotheses, and of a second random-restart set (the floor a perfect sampler would
-    reach)."""
+    (proposer's) refined hypotheses, and of a second random-restart set (the floor a perfect
+    sampler would reach)."""
     rng = np.random.default_rng(args.seed)
     low, high = joint_bounds(chain, 'limits')
     picks = np.linspace(0, len(poses) - 1, min(args.mmd_poses, len(poses))).round().astype(int)
     compared = None
-    if args.compare_model is not None:
-        proposer = NetworkProposer(args.compare_model)
-        model_chain_for(chain, proposer.chain, args.compare_model)
+    if proposer is not None:
         hypotheses = proposer(poses[picks, :3], matrix_from_quaternion(poses[picks, 3:]))
         per_pose = hypotheses.shape[1]
         compared = refined_solutions(

@@ -452,11 +452,22 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert '16 samples of one pose (a single query), one thread' in out and 'compiled' in out
 
 
-def test_sample_bench_refuses_oversampling_below_one(planar_model, tmp_path, capsys):
+def test_sample_bench_refuses_oversampling_below_one(planar_model, tmp_path, capsys, monkeypatch):
     path = save_checkpoint(tmp_path / 'planar.pt', planar_model, 'mixture', PLANAR, {})
     argv = ['--model', str(path), '--oversampling', '0.5', '--out', str(tmp_path / 'out')]
     assert main(argv) == 1
     assert 'oversampling must be a finite number >= 1, got 0.5' in capsys.readouterr().err
+    assert not (tmp_path / 'out').exists()
+
+    # A --compare-model that is not there is refused before any sample is drawn.
+    def draw(*args, **kwargs):
+        raise AssertionError('samples were drawn before --compare-model was checked')
+
+    monkeypatch.setattr('iknet_train.sample_bench.batched_samples', draw)
+    missing = tmp_path / 'nope.pt'
+    argv = ['--model', str(path), '--compare-model', str(missing), '--out', str(tmp_path / 'out')]
+    assert main(argv) == 1
+    assert f'no model file at {missing}' in capsys.readouterr().err
     assert not (tmp_path / 'out').exists()
 
 
