@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.checkpoint import load_checkpoint
-from iknet_core.kinematics.chain import Chain
+from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
@@ -35,6 +35,7 @@ from iknet_core.solvers.network import NetworkProposer
 from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
+from iknet_train.train import build_parser as train_parser
 from iknet_train.train import main as train_main
 
 logger = logging.getLogger(__name__)
@@ -92,27 +93,58 @@ def network_error_mm(model: Path, chain: Chain, poses: np.ndarray) -> dict[str, 
     return summary(position_error.min(1) * 1000.0)
 
 
+# What the study sets in each iknet-train run (argparse's names): --train-flags may not set
+# them, or every run would train on what they say while the report says otherwise.
+STUDY_SETS = (
+    'urdf', 'base', 'tip', 'chain', 'data', 'synthetic', 'synthetic_ranges', 'seed',
+    'save_model', 'out', 'batch_size', 'init_from',
+)  # fmt: skip
+
+
+def check_train_flags(train_flags: list[str], study_argv: list[str]) -> None:
+    """ValueError naming the flags of train_flags that set what the study sets (study_argv, a
+    run's own flags): argparse resolves them, abbreviations included."""
+    own = train_parser().parse_args(study_argv)
+    given = train_parser().parse_args([*study_argv, *train_flags])
+    clash = [name for name in STUDY_SETS if getattr(given, name) != getattr(own, name)]
+    if clash:
+        flags = ', '.join(f'--{name.replace("_", "-")}' for name in clash)
+        raise ValueError(
+            f'--train-flags sets {flags}, which the study sets for each run (its arm, samples, '
+            'seeds and outputs): leave it out'
+        )
+
+
 def run(args: argparse.Namespace) -> dict:
-    arm_a = chain_from_args(args) or load_checkpoint(args.base_model).chain
+    base = load_checkpoint(args.base_model)
+    # A's model must be of the arm asked for: B is A with its links changed.
+    arm_a = model_chain_for(chain_from_args(args), base.chain, args.base_model)
     arm_b = perturbed_chain(arm_a, args.scale, args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
     urdf = args.out / 'arm_b.urdf'
-    urdf.write_text(chain_to_urdf(arm_b))
     ranges = default_ranges(arm_a)
     pairs = zip(arm_b.joint_names, ranges.tolist(), strict=True)
     range_text = ','.join(f'{name}={low!r}:{high!r}' for name, (low, high) in pairs)
     # Another stream than every training run's --seed: test poses are never training samples.
     test_poses, _ = synthetic_samples(arm_b, args.test_poses, args.seed + TEST_SEED, ranges)
 
-    def trained(name: str, samples: int, *flags: str) -> dict[str, float]:
-        model = args.out / f'{name}.pt'
-        argv = [
+    def run_argv(name: str, samples: int, *flags: str) -> list[str]:
+        return [
             '--urdf', str(urdf), '--base', arm_b.base_frame, '--tip', arm_b.tip_frame,
             '--data', '--synthetic', str(samples), '--synthetic-ranges', range_text,
-            '--seed', str(args.seed), '--save-model', str(model), '--out', str(args.out / name),
-            '--no-progress', *flags,
-            *shlex.split(args.train_flags),
+            '--seed', str(args.seed), '--save-model', str(args.out / f'{name}.pt'),
+            '--out', str(args.out / name), '--no-progress', *flags,
         ]  # fmt: skip
+
+    train_flags = shlex.split(args.train_flags)
+    check_train_flags(
+        train_flags, run_argv('check', 1, '--batch-size', '1', '--init-from', str(args.base_model))
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    urdf.write_text(chain_to_urdf(arm_b))
+
+    def trained(name: str, samples: int, *flags: str) -> dict[str, float]:
+        model = args.out / f'{name}.pt'
+        argv = [*run_argv(name, samples, *flags), *train_flags]
         status = train_main(argv)
         if status > 128:  # a signal ended it: the study ends too, with its status
             raise SystemExit(status)

@@ -48,6 +48,26 @@ def test_a_fine_tune_on_a_perturbed_arm_lowers_its_error(tmp_path: Path, capsys)
     assert tuned.training['init_from'] == str(shipped(DEFAULT_MODEL))
 
 
+@pytest.mark.parametrize(
+    ('flags', 'refusal'),
+    [
+        # The study's own sample counts and seeds, which its report names: refused, not dropped.
+        (['--train-flags', '--synthetic 2000'], '--train-flags sets --synthetic, which the study'),
+        (['--train-flags', '--see 3'], '--train-flags sets --seed'),  # argparse's abbreviation
+        # A's model must be of the arm asked for (another arm's, here the SO-101's).
+        (['--chain', 'so101'], 'was trained for chain'),
+    ],
+)
+def test_the_study_refuses_flags_and_models_that_would_make_its_report_wrong(
+    tmp_path: Path, capsys, flags: list[str], refusal: str
+) -> None:
+    out = tmp_path / 'study'
+    argv = ['--base-model', str(shipped(DEFAULT_MODEL)), '--counts', '100', '--out', str(out)]
+    assert study_main([*argv, *flags]) == 1
+    assert refusal in capsys.readouterr().err
+    assert not out.exists()  # refused before any run
+
+
 def test_a_fine_tune_refuses_what_would_change_the_architecture(tmp_path: Path, capsys) -> None:
     base = str(shipped(DEFAULT_MODEL))
     common = ['--init-from', base, '--data', '--synthetic', '100', '--save-model',
