@@ -50,6 +50,13 @@ float64 tolerance
 KINEMATICS_POSE_DEFINITIONS = (_POSE_FIELDS, 'std_msgs/Header header\n' + _POSE_FIELDS)
 
 
+# A bag that opens but does not read is most often one whose recorder was killed.
+CUT_SHORT_HINT = (
+    " (a bag cut short, as a killed 'ros2 bag record' leaves it, can often be repaired: "
+    "'ros2 bag reindex' for its metadata, 'mcap recover' for an MCAP file)"
+)
+
+
 class BagError(ValueError):
     """A bag that cannot give training data; the message names the bag and the problem."""
 
@@ -136,7 +143,9 @@ def _convert(
         reader = reader_type(bag)
         reader.open()
     except Exception as error:  # rosbags raises several kinds for unreadable bags
-        raise BagError(f'{bag}: cannot open it as a rosbag2 bag: {error}') from error
+        raise BagError(
+            f'{bag}: cannot open it as a rosbag2 bag: {error}{CUT_SHORT_HINT}'
+        ) from error
     try:
         joints_topic = _one_topic(bag, reader, JOINT_STATE_TYPE, '/joint_states')
         pose_topic, first_pose = _pose_topic(bag, reader, chain)
@@ -292,7 +301,7 @@ def _messages(bag: Path, reader: Any, connections: list) -> Iterator[tuple[Any, 
     try:
         yield from reader.messages(connections)
     except Exception as error:  # rosbags raises several kinds for damaged storage
-        raise BagError(f'{bag}: reading its messages failed: {error}') from error
+        raise BagError(f'{bag}: reading its messages failed: {error}{CUT_SHORT_HINT}') from error
 
 
 def _fits(typestore: Any, data: bytes) -> bool:

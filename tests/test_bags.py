@@ -255,6 +255,11 @@ def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, 
     with pytest.raises(SystemExit) as stopped:  # a folder under a file: refused up front
         convert_main([str(bag), str(tmp_path / 'a_file' / 'csv')])
     assert stopped.value.code == 2 and 'a_file is a file, not a folder' in capsys.readouterr().err
+    # An MCAP file cut short, as a killed recorder leaves it: the error says how to repair it.
+    mcap = next(bag.glob('*.mcap'))
+    mcap.write_bytes(mcap.read_bytes()[:-64])
+    with pytest.raises(BagError, match=r"cannot open it .* can often be repaired: 'ros2 bag rei"):
+        convert_bag(bag, tmp_path / 'cut', OMX_CHAIN)
 
 
 def test_the_tools_take_a_bag_wherever_they_take_a_recording(tmp_path, joints, capsys):
