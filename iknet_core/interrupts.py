@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import signal
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+
+Main = Callable[[Sequence[str] | None], int]
 
 
 @contextmanager
@@ -27,3 +31,23 @@ def signals_as_interrupt(
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def exits_on_interrupt(prog: str, left: str = 'nothing was written') -> Callable[[Main], Main]:
+    """A tool's main that Ctrl-C or SIGTERM ends with one line, '{prog}: interrupted; {left}',
+    and the shell's status (128 + the signal), not a traceback. left: what the work leaves (a
+    benchmark writes its report at the end)."""
+
+    def decorate(main: Main) -> Main:
+        @functools.wraps(main)
+        def interruptible(argv: Sequence[str] | None = None) -> int:
+            with signals_as_interrupt([signal.SIGTERM]) as stopped_by:  # SIGINT: Python's own
+                try:
+                    return main(argv)
+                except KeyboardInterrupt:
+                    print(f'{prog}: interrupted; {left}', file=sys.stderr)
+                    return 128 + stopped_by[-1]
+
+        return interruptible
+
+    return decorate

@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.device import DEVICES
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import (
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-bench')
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     args = build_parser().parse_args(argv)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from iknet_core.device import DEVICES
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.metrics import (
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-test')
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     args = build_parser().parse_args(argv)

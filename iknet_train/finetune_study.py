@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
@@ -201,6 +202,7 @@ def plot(path: Path, results: dict) -> None:
     save_figure(figure, path, dpi=120)
 
 
+@exits_on_interrupt('iknet-finetune-study', 'the runs that finished are in --out')
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format='%(message)s')
     args = build_parser().parse_args(argv)

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from iknet_core.checkpoint import Checkpoint, load_checkpoint
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.metrics import pose_errors, summary
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('python -m iknet_train.flow_study')
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     counts = ('synthetic', 'epochs', 'transforms', 'hidden', 'poses', 'samples_per_pose')

@@ -22,6 +22,7 @@ matplotlib.use('Agg')  # files only; no display on robots and CI
 import matplotlib.pyplot as plt
 import numpy as np
 
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.kinematics.robots import named_chain
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-path-bench')
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     unknown = sorted(set(args.peers) - set(PATH_PEERS))

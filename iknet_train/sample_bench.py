@@ -35,6 +35,7 @@ import torch
 
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.device import DEVICES, resolve_device, synchronize
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -135,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-sample-bench')
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     args = build_parser().parse_args(argv)

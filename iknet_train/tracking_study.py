@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.fk import forward_kinematics
 from iknet_core.kinematics.robots import named_chain
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('python -m iknet_train.tracking_study')
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     small = [
