@@ -33,7 +33,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError  # optuna's RDB storag
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.output_paths import output_dir, output_file
-from iknet_train.cli import HelpFormatter
+from iknet_train.cli import HelpFormatter, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
 from iknet_train.train import check_flags, model_overrides, train
@@ -210,19 +210,32 @@ def check_train_flags(train_argv: list[str], runs: Path) -> None:
     check_flags(args)
 
 
-def check_same_flags(study: optuna.Study, train_argv: list[str], storage: str) -> None:
-    """A study's trials are comparable only if they train alike: the first process records the
-    flags after --, and a process joining with others is refused (another arm's models would
-    otherwise be ranked with the first arm's)."""
-    recorded = study.user_attrs.get('train_flags')
-    if recorded is None:
+def check_same_arm(study: optuna.Study, train_argv: list[str], runs: Path, storage: str) -> None:
+    """A study's trials are comparable only if they train for one arm: the first process
+    records its arm (--chain/--urdf, or none) and flags after --, and a process joining for
+    another arm is refused (its models would be ranked with the first arm's); other flags that
+    differ (a URDF or data at another path on another machine) get a warning."""
+    given = build_train_parser().parse_args([*train_argv, *run_outputs(runs / 'trial_0')])
+    chain = chain_from_args(given)
+    arm = None if chain is None else chain.to_dict()
+    if 'train_flags' not in study.user_attrs:
+        study.set_user_attr('arm', arm)
         study.set_user_attr('train_flags', train_argv)
-    elif recorded != train_argv:
+        return
+    recorded = study.user_attrs['train_flags']
+    recorded_arm = study.user_attrs.get('arm')
+    if recorded_arm != arm:
+        names = [a['name'] if a else 'the arm its data says' for a in (recorded_arm, arm)]
         raise ValueError(
-            f'study {study.study_name!r} in {storage} runs its trials with the iknet-train flags '
-            f'{shlex.join(recorded)!r}, not {shlex.join(train_argv)!r}: give those, or another '
-            '--study-name'
+            f'study {study.study_name!r} in {storage} trains for {names[0]} (iknet-train flags '
+            f'{shlex.join(recorded)!r}), not {names[1]}: give its arm, or another --study-name'
         )
+    if recorded != train_argv:
+        logger.warning(
+            'study %r was started with the iknet-train flags %r, these are %r (the same arm): '
+            'its trials are ranked as if they trained alike',
+            study.study_name, shlex.join(recorded), shlex.join(train_argv),
+        )  # fmt: skip
 
 
 def open_study(args: argparse.Namespace) -> optuna.Study:
@@ -286,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except SystemExit as exit_:
                 return int(exit_.code or 0)
             study = open_study(args)
-            check_same_flags(study, train_argv, args.storage)
+            check_same_arm(study, train_argv, runs, args.storage)
             runs.mkdir(parents=True, exist_ok=True)
             study.optimize(
                 lambda trial: objective(trial, train_argv, runs),

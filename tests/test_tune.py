@@ -208,10 +208,16 @@ def test_two_studies_in_one_folder_keep_their_models_and_flags_apart(tmp_path: P
     assert all(model.is_file() for model in models.values())
     first = optuna.load_study(study_name='first', storage=storage).best_trial
     assert first.user_attrs['model'] == str(models['first'].resolve())
-    # Joining a study with other flags (another arm, here) is refused before any trial.
+    # Joining a study for another arm is refused before any trial.
     capsys.readouterr()
     other = ['--trials', '1', '--storage', storage, '--study-name', 'first', '--out', str(out),
              *TRAIN_FLAGS, '--chain', 'so101']  # fmt: skip
     assert main(other) == 1
-    assert "study 'first' in " in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "study 'first' in " in error, error
+    assert 'trains for the arm its data says' in error and 'not so101_new_calib:' in error, error
     assert len(optuna.load_study(study_name='first', storage=storage).trials) == 1
+    # The same arm with other flags (data at another path on another machine) joins it.
+    same_arm = [*other[:-2], '--seed', '3']
+    assert main(same_arm) == 0
+    assert len(optuna.load_study(study_name='first', storage=storage).trials) == 2
