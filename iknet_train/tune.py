@@ -217,7 +217,8 @@ def check_same_arm(study: optuna.Study, train_argv: list[str], runs: Path, stora
     differ (a URDF or data at another path on another machine) get a warning."""
     given = build_train_parser().parse_args([*train_argv, *run_outputs(runs / 'trial_0')])
     chain = chain_from_args(given)
-    arm = None if chain is None else chain.to_dict()
+    # As the storage gives it back: JSON (tuples read back as lists).
+    arm = None if chain is None else json.loads(json.dumps(chain.to_dict()))
     if 'train_flags' not in study.user_attrs:
         study.set_user_attr('arm', arm)
         study.set_user_attr('train_flags', train_argv)

@@ -159,7 +159,10 @@ def test_an_export_that_disagrees_with_torch_fails_and_says_by_how_much(
     assert main(['--model', str(model_path), '--output', str(half), '--fp16']) == 1
     error = capsys.readouterr().err
     assert f'{half} does not agree with torch' in error and 'allowed: 0.1%' in error, error
-    assert half.is_file()  # kept for inspection
+    assert half.is_file()  # kept for inspection, but not stamped: never served for the model
+    from iknet_core.onnx_graph import exported_from
+
+    assert not exported_from(half, model_path)
 
 
 def test_only_a_graph_exported_from_the_checkpoint_itself_is_served_beside_it(

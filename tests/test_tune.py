@@ -218,6 +218,11 @@ def test_two_studies_in_one_folder_keep_their_models_and_flags_apart(tmp_path: P
     assert 'trains for the arm its data says' in error and 'not so101_new_calib:' in error, error
     assert len(optuna.load_study(study_name='first', storage=storage).trials) == 1
     # The same arm with other flags (data at another path on another machine) joins it.
-    same_arm = [*other[:-2], '--seed', '3']
-    assert main(same_arm) == 0
+    saved = ['--save-model', str(tmp_path / 'joined.pt')]
+    assert main([*saved, *other[:-2], '--seed', '3']) == 0
     assert len(optuna.load_study(study_name='first', storage=storage).trials) == 2
+    # A study of a named arm is joined again by that arm (its chain read back from the storage).
+    so101 = ['--trials', '1', '--storage', storage, '--study-name', 'arm', '--out', str(out),
+             *saved, *TRAIN_FLAGS, '--chain', 'so101']  # fmt: skip
+    assert main(so101) == 0 and main(so101) == 0
+    assert len(optuna.load_study(study_name='arm', storage=storage).trials) == 2
