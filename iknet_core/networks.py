@@ -686,7 +686,10 @@ def config_from_dict(model_type: str, config: dict[str, Any]) -> Any:
         raise ValueError(f'unknown config keys {unknown} for model {model_type!r}')
     for name, value in config.items():
         check_config_value(model_type, name, value, defaults[name])
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    values = {
+        k: tuple(v) if isinstance(v, list) else bool(v) if isinstance(defaults[k], bool) else v
+        for k, v in config.items()
+    }
     return model_class.config_class(**values)
 
 
@@ -702,8 +705,8 @@ def check_config_value(model_type: str, name: str, value: Any, default: Any) -> 
 
     least = 1 if name in COUNT_FIELDS else 0 if name == 'n_blocks' else None
     at_least = '' if least is None else f' >= {least}'
-    if isinstance(default, bool):
-        kind, fits = 'true or false', isinstance(value, bool)
+    if isinstance(default, bool):  # 0 and 1 as well: JSON configs written with them load
+        kind, fits = 'true or false', isinstance(value, bool) or (whole(value) and value in (0, 1))
     elif isinstance(default, int):
         fits = whole(value) and (least is None or value >= least)
         kind = f'a whole number{at_least}'

@@ -16,6 +16,7 @@ from typing import Protocol
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
@@ -27,6 +28,8 @@ COMMAND_INTERFACES = ('legacy', 'trajectory', 'none')
 ACTION_GRACE_S = 1.0
 # Why a goal was not sent: a newer command, path or stop came first.
 REPLACED = 'replaced by a newer goal'
+# A goal the controller has not ended: it may still move the arm.
+ACTIVE_STATUSES = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING)
 GOAL_STATUS_NAMES = {
     GoalStatus.STATUS_CANCELED: 'canceled',
     GoalStatus.STATUS_ABORTED: 'aborted',
@@ -47,6 +50,11 @@ class ArmCommander(Protocol):
 
     def drop_pending(self) -> None:
         """No goal asked for before now is sent from now on (a path's remaining points)."""
+        ...
+
+    def cancel_active(self) -> bool:
+        """Cancel the controller's goal in progress, where the interface can (a trajectory
+        controller then holds the arm); True if one was canceled."""
         ...
 
 
@@ -133,11 +141,16 @@ class LegacyCommander(NewestGoal):
         name = self._client.srv_name
         if len(points) == 1:
             return True, f'1 goal sent to {name}'
+        if self._replaced(number):  # a newer goal or a stop came while point 0 awaited its answer
+            return True, f'point 0 of {len(points)} sent to {name}, the rest not: {REPLACED}'
         self._node.executor.create_task(self._send_rest(trajectory, number, started))
         return True, (
             f'{len(points)} goals for {name}: the first taken, the rest sent as they fall due '
             f'over {duration_s(points[-1].time_from_start):.3g} s'
         )
+
+    def cancel_active(self) -> bool:
+        return False  # the legacy controller has no cancel: its goal runs its path_time
 
     async def _send_rest(self, trajectory: JointTrajectory, number: int, started: float) -> None:
         """The points after the first, each when the one before it is due; the outcome is
@@ -227,6 +240,7 @@ class TrajectoryCommander(NewestGoal):
         self._timeout_s = timeout_s
         self._topic_only = False  # the topic answered and the action never did
         self._goals_sent = 0  # a goal's result after a newer goal's: it was replaced, as asked
+        self._active: ClientGoalHandle | None = None  # the last goal accepted
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
@@ -288,8 +302,16 @@ class TrajectoryCommander(NewestGoal):
             return False, f'{name} rejected the trajectory (its controller logs why)'
         self._goals_sent += 1
         number = self._goals_sent
+        self._active = handle
         handle.get_result_async().add_done_callback(lambda done: self._log_result(done, number))
         return True, f'sent to {name}'
+
+    def cancel_active(self) -> bool:
+        handle, self._active = self._active, None
+        if handle is None or handle.status not in ACTIVE_STATUSES:
+            return False  # none sent, or it ended already
+        handle.cancel_goal_async()
+        return True
 
     def _cancel_late_goal(self, future: Future) -> None:
         handle = future.result()
@@ -321,6 +343,9 @@ class NoCommander:
 
     def drop_pending(self) -> None:
         pass
+
+    def cancel_active(self) -> bool:
+        return False
 
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float

@@ -54,6 +54,8 @@ from iknet_ros.requests import (
 # How long (s) a stop gives the arm to come to rest at its last joint states: long enough not to
 # jerk it, short enough that it stops near where it was (a cubic from 1 rad/s overshoots 0.04 rad).
 STOP_TIME_S = 0.3
+# Joint states older than this (s) are not where the arm is: a stop does not send it there.
+STALE_STATES_S = 1.0
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 # As robot_state_publisher publishes it: the last description waits for late subscribers.
@@ -76,6 +78,7 @@ class IKServer(Node):
             self.prepare(config.urdf)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self._latest_joints: dict[str, float] = {}
+        self._joint_states_at: dict[str, float] = {}  # when each joint's state last came
         self.commander = make_commander(
             self,
             config.command_interface,
@@ -403,21 +406,50 @@ class IKServer(Node):
         return response
 
     async def stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """Hold the arm where its joint states last were, over STOP_TIME_S: the goal replaces
-        the one in progress (a legacy path's remaining points are not sent)."""
-        self.commander.drop_pending()
-        names = self.chain.joint_names if self.chain else ()
+        """Hold the arm; any failure is `success: false` with the reason."""
         try:
-            present = arm_joints(self._latest_joints, names) if names else None
-        except RequestError as error:
-            present, reason = None, str(error)
-        else:
-            reason = 'no joint states from the arm have come'
-        if present is None:
+            return await self.hold_arm(response)
+        except Exception as error:  # a service callback must never take the node down
+            self.get_logger().error(f'stop failed:\n{traceback.format_exc()}')
             response.success = False
-            response.message = f'cannot hold the arm: {reason}; no further goal is sent'
+            response.message = f'internal error: {type(error).__name__}: {error}'
+            return response
+
+    async def hold_arm(self, response: Trigger.Response) -> Trigger.Response:
+        """Hold the arm where its joint states last were, over STOP_TIME_S: the goal replaces
+        the one in progress (a legacy path's remaining points are not sent). Without recent
+        joint states, a trajectory goal in progress is canceled (its controller holds the arm)."""
+        self.commander.drop_pending()
+        if self.config.command_interface == 'none':
+            response.success = False
+            response.message = 'command_interface is none: this server moves nothing'
+            return response
+        present, reason = None, self.not_ready()
+        if self.chain is not None:
+            try:
+                present = arm_joints(self._latest_joints, self.chain.joint_names)
+            except RequestError as error:
+                reason = str(error)
+            else:
+                reason = 'no joint states from the arm have come'
+            if present is not None:
+                came = min(self._joint_states_at[name] for name in self.chain.joint_names)
+                age = time.monotonic() - came
+                if age > STALE_STATES_S:
+                    present = None
+                    reason = f"the arm's latest joint states are {age:.1f} s old"
+        if present is None:
+            canceled = self.commander.cancel_active()
+            response.success = canceled
+            response.message = f'cannot hold the arm at its joint states: {reason}; ' + (
+                'canceled the trajectory goal in progress (its controller holds the arm)'
+                if canceled
+                else 'no further goal is sent'
+            )
         else:
-            response.success, sent = await self.commander.command(names, present, STOP_TIME_S)
+            response.success, sent = await self.commander.command(
+                self.chain.joint_names, present, STOP_TIME_S
+            )
             response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
         (self.get_logger().info if response.success else self.get_logger().warning)(
             f'stop: {response.message}'
@@ -436,6 +468,8 @@ class IKServer(Node):
                 **self._latest_joints,
                 **dict(zip(message.name, message.position, strict=True)),
             }
+            now = time.monotonic()
+            self._joint_states_at = {**self._joint_states_at, **dict.fromkeys(message.name, now)}
 
 
 def describe(solutions: Solutions) -> str:

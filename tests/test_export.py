@@ -166,7 +166,7 @@ def test_an_export_that_disagrees_with_torch_fails_and_says_by_how_much(
 
 
 def test_only_a_graph_exported_from_the_checkpoint_itself_is_served_beside_it(
-    model_path: Path, tmp_path: Path
+    model_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from iknet_core.onnx_graph import exported_from
     from iknet_core.solvers.network import NetworkProposer
@@ -188,6 +188,7 @@ def test_only_a_graph_exported_from_the_checkpoint_itself_is_served_beside_it(
         poses[:, :3], matrix_from_quaternion(poses[:, 3:])
     )
     assert served.shape == (5, 2, 4)  # the new network's two hypotheses, not the graph's four
+    assert f'{graph} is not stamped as exported from {mine}' in caplog.text
     garbage = tmp_path / 'bad.onnx'
     garbage.write_bytes(b'not a graph')
     assert not exported_from(garbage, mine)

@@ -91,6 +91,12 @@ def test_config_values_of_the_wrong_kind_are_refused_naming_the_field(
         build_model(model_type, config, OMX_CHAIN)
 
 
+def test_a_switch_written_as_0_or_1_still_loads_as_a_boolean() -> None:
+    # Configs written before the checks, with 1 for true, must keep loading.
+    model = build_model('mixture', {'position_only': 1, 'local_frames': 0}, OMX_CHAIN)
+    assert model.config.position_only is True and model.config.local_frames is False
+
+
 def test_normalization_is_fitted_and_checked() -> None:
     model = build_model('iknet')
     model.fit_normalization(poses(500))

@@ -380,13 +380,13 @@ class SimulatedArm:
     """The simulator and a server commanding it through a route, with a client of the server's
     services and the simulator's joint states and poses as they come."""
 
-    def __init__(self, processes, ros, tmp_path, route: str) -> None:
+    def __init__(self, processes, ros, tmp_path, route: str, *parameters: str) -> None:
         extra, _ = ROUTES[route]
         self.log = tmp_path / 'server.log'
         processes.start(executable('omx_sim'), log=tmp_path / 'sim.log')
         processes.start(
             executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
-            '-p', f'command_interface:={route.split()[0]}', *extra, log=self.log,
+            '-p', f'command_interface:={route.split()[0]}', *extra, *parameters, log=self.log,
         )  # fmt: skip
         self.ros = ros
         self.node = ros.node('path_mover')
@@ -491,3 +491,38 @@ def test_stop_holds_the_arm_partway_along_a_path_that_other_requests_did_not_wai
     if route == 'legacy':  # the path's remaining goals were dropped, and the server said so
         log = arm.log.read_text()
         assert 'not sent: replaced by a newer goal' in log and 'stop: holding at' in log, log
+
+
+def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processes, ros, tmp_path):
+    # The server hears the arm on a topic of the test's own, which then falls silent: its
+    # states go stale, so a stop must not send the arm back to them, and cancels the goal.
+    arm = SimulatedArm(
+        processes, ros, tmp_path, 'trajectory', '-p', 'joint_states_topic:=/relayed_states'
+    )
+    relay = arm.node.create_publisher(JointState, '/relayed_states', 10)
+    start = arm.joints()
+    goal = start + np.array([0.9, 0.3, -0.2, 0.0])
+    path = pose_from_joints(OMX_CHAIN, start + np.linspace(0.0, 1.0, 40)[:, None] * (goal - start))
+    request = path_request(path, start)
+    request.execute, request.max_velocity = True, 0.15
+    deadline = time.monotonic() + 60.0
+    while True:  # until the server has heard the relayed states
+        relay.publish(JointState(name=OMX_CHAIN.joint_names, position=start.tolist()))
+        ros.spin_until(lambda: False, 0.2)
+        response = ros.call(arm.client, request, timeout_s=60.0, resend=False)
+        if 'none has come' not in response.message or time.monotonic() > deadline:
+            break
+    assert response.success and response.executed, response.message
+    silent_since = time.monotonic()
+    assert ros.spin_until(lambda: arm.joints()[0] > start[0] + 0.1, 30.0), 'the arm does not move'
+    ros.spin_until(lambda: time.monotonic() - silent_since > 1.5, 5.0)  # the states go stale
+    stop = arm.node.create_client(Trigger, '/ik_server/stop')
+    assert stop.wait_for_service(timeout_sec=60.0), arm.log.read_text()
+    stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0)
+    assert stopped.success, stopped.message
+    assert "the arm's latest joint states are" in stopped.message
+    assert 'canceled the trajectory goal in progress' in stopped.message
+    assert ros.spin_until(arm.at_rest, 20.0), 'the arm does not come to rest after the cancel'
+    assert goal[0] - arm.joints()[0] > 0.2, f'the arm went on to {arm.joints()}'
+    canceled = '/arm_controller/follow_joint_trajectory: trajectory canceled'
+    assert ros.spin_until(lambda: canceled in arm.log.read_text(), 15.0), arm.log.read_text()

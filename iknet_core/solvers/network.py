@@ -10,6 +10,7 @@ the solution chosen on a redundant arm; each is exact).
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +27,8 @@ from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
 from iknet_core.solvers.base import check_poses
 from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network_kernel import CompiledNetwork
+
+logger = logging.getLogger(__name__)
 
 BACKENDS = ('compiled', 'torch', 'onnxruntime')
 # Above this many poses a vectorised backend beats the compiled single-pose loop.
@@ -177,6 +180,13 @@ def _onnx_session(model_path: Path, model, chain):
     if onnx_path.is_file() and exported_from(onnx_path, model_path):
         graph = str(onnx_path)
     else:
+        if onnx_path.is_file():
+            logger.warning(
+                '%s is not stamped as exported from %s as it is now (another network, or an '
+                'iknet-export before stamps): serving the checkpoint exported in memory; '
+                're-export it to serve the file',
+                onnx_path, model_path,
+            )  # fmt: skip
         graph = onnx_bytes(copy.deepcopy(model).cpu(), chain)
     options = onnxruntime.SessionOptions()
     # One query at a time is the common call: threads only add hand-off latency there.
