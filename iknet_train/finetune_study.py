@@ -36,8 +36,8 @@ from iknet_core.solvers.network import NetworkProposer
 from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.synthetic import default_ranges, synthetic_samples
-from iknet_train.train import build_parser as train_parser
 from iknet_train.train import main as train_main
+from iknet_train.train import overridden_flags
 
 logger = logging.getLogger(__name__)
 TEST_SEED = 12_345
@@ -105,14 +105,11 @@ STUDY_SETS = (
 def check_train_flags(train_flags: list[str], study_argv: list[str]) -> None:
     """ValueError naming the flags of train_flags that set what the study sets (study_argv, a
     run's own flags): argparse resolves them, abbreviations included."""
-    own = train_parser().parse_args(study_argv)
-    given = train_parser().parse_args([*study_argv, *train_flags])
-    clash = [name for name in STUDY_SETS if getattr(given, name) != getattr(own, name)]
+    clash, _ = overridden_flags(study_argv, train_flags, STUDY_SETS)
     if clash:
-        flags = ', '.join(f'--{name.replace("_", "-")}' for name in clash)
         raise ValueError(
-            f'--train-flags sets {flags}, which the study sets for each run (its arm, samples, '
-            'seeds and outputs): leave it out'
+            f'--train-flags sets {", ".join(clash)}, which the study sets for each run (its arm, '
+            'samples, seeds and outputs): leave it out'
         )
 
 

@@ -289,6 +289,23 @@ def interrupted(args: argparse.Namespace, started: float) -> str:
     )
 
 
+def overridden_flags(
+    own_argv: Sequence[str], extra_argv: Sequence[str], names: Sequence[str]
+) -> tuple[list[str], argparse.Namespace]:
+    """For tools that run iknet-train with flags of their own (own_argv) and pass a user's on
+    (extra_argv, after them): the flags among names (argparse's dests) that extra_argv sets to
+    something else, as '--flag', and the namespace of both. argparse resolves the flags, so an
+    abbreviation is caught too."""
+    own = build_parser().parse_args(own_argv)
+    given = build_parser().parse_args([*own_argv, *extra_argv])
+    changed = [
+        f'--{name.replace("_", "-")}'
+        for name in names
+        if getattr(given, name) != getattr(own, name)
+    ]
+    return changed, given
+
+
 def check_flags(args: argparse.Namespace) -> None:
     """Refuse flag values that cannot train, naming the flag, before any data is loaded."""
     for flag in ('epochs', 'batch_size', 'patience'):

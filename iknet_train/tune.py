@@ -36,7 +36,7 @@ from iknet_core.output_paths import output_dir, output_file
 from iknet_train.cli import HelpFormatter, chain_from_args
 from iknet_train.plots import save_figure
 from iknet_train.train import build_parser as build_train_parser
-from iknet_train.train import check_flags, model_overrides, train
+from iknet_train.train import check_flags, model_overrides, overridden_flags, train
 
 logger = logging.getLogger(__name__)
 
@@ -120,9 +120,11 @@ def drawn_config_keys(model: str) -> tuple[str, ...]:
     return ('width', 'n_blocks') if model == 'mixture' else ('width', 'n_blocks', 'n_hypotheses')
 
 
-def objective(trial: optuna.Trial, train_argv: list[str], runs: Path) -> float:
-    """One iknet-train run with the trial's settings; its best validation loss."""
-    given = build_train_parser().parse_args([*train_argv, *run_outputs(runs / 'trial_0')])
+def objective(
+    trial: optuna.Trial, train_argv: list[str], given: argparse.Namespace, runs: Path
+) -> float:
+    """One iknet-train run with the trial's settings; its best validation loss. given: the
+    flags after --, parsed (check_train_flags)."""
     draws = {
         'width': lambda: trial.suggest_categorical('width', WIDTHS),
         'n_blocks': lambda: trial.suggest_int('n_blocks', *BLOCKS),
@@ -180,22 +182,18 @@ def study_runs(out: Path, study_name: str) -> Path:
     return out / re.sub(r'[^\w.-]', '_', study_name)
 
 
-def check_train_flags(train_argv: list[str], runs: Path) -> None:
+def check_train_flags(train_argv: list[str], runs: Path) -> argparse.Namespace:
     """Refuse, once before any trial, iknet-train flags every trial would refuse: argparse exits
     with iknet-train's usage, check_flags raises ValueError naming the flag; and flags a trial
     sets itself, which would be dropped without a word. The outputs checked are a trial's, under
-    runs, not iknet-train's defaults, which no trial writes."""
+    runs, not iknet-train's defaults, which no trial writes. Returns the flags parsed (with
+    placeholders for what a trial sets)."""
     if any(flag.startswith('--init-from') for flag in train_argv):
         raise ValueError('trials choose the architecture: --init-from cannot be tuned')
-    # The trial's own values first: a flag given after -- (or its abbreviation) then wins.
     placeholders = ['--lr', '1e-300', '--batch-size', '1', *run_outputs(runs / 'trial_0')]
-    args = build_train_parser().parse_args([*placeholders, *train_argv])
-    placeholder = build_train_parser().parse_args(placeholders)
-    set_per_trial = [
-        f'--{name.replace("_", "-")}'
-        for name in ('lr', 'batch_size', 'save_model', 'out')
-        if getattr(args, name) != getattr(placeholder, name)
-    ]
+    set_per_trial, args = overridden_flags(
+        placeholders, train_argv, ('lr', 'batch_size', 'save_model', 'out')
+    )
     if set_per_trial:
         raise ValueError(
             f'iknet-tune sets {", ".join(set_per_trial)} for each trial itself (trials draw '
@@ -208,14 +206,17 @@ def check_train_flags(train_argv: list[str], runs: Path) -> None:
             'rest of --model-config goes to every trial)'
         )
     check_flags(args)
+    return args
 
 
-def check_same_arm(study: optuna.Study, train_argv: list[str], runs: Path, storage: str) -> None:
+def check_same_arm(
+    study: optuna.Study, train_argv: list[str], given: argparse.Namespace, storage: str
+) -> None:
     """A study's trials are comparable only if they train for one arm: the first process
-    records its arm (--chain/--urdf, or none) and flags after --, and a process joining for
-    another arm is refused (its models would be ranked with the first arm's); other flags that
-    differ (a URDF or data at another path on another machine) get a warning."""
-    given = build_train_parser().parse_args([*train_argv, *run_outputs(runs / 'trial_0')])
+    records its arm (--chain/--urdf of given, the flags parsed, or none) and flags after --, and
+    a process joining for another arm is refused (its models would be ranked with the first
+    arm's); other flags that differ (a URDF or data at another path on another machine) get a
+    warning."""
     chain = chain_from_args(given)
     # As the storage gives it back: JSON (tuples read back as lists).
     arm = None if chain is None else json.loads(json.dumps(chain.to_dict()))
@@ -296,14 +297,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.trials < 1:
                 raise ValueError(f'--trials must be >= 1, got {args.trials}')
             try:
-                check_train_flags(train_argv, runs)
+                given = check_train_flags(train_argv, runs)
             except SystemExit as exit_:
                 return int(exit_.code or 0)
             study = open_study(args)
-            check_same_arm(study, train_argv, runs, args.storage)
+            check_same_arm(study, train_argv, given, args.storage)
             runs.mkdir(parents=True, exist_ok=True)
             study.optimize(
-                lambda trial: objective(trial, train_argv, runs),
+                lambda trial: objective(trial, train_argv, given, runs),
                 n_trials=args.trials,
                 timeout=args.timeout,
                 catch=TRIAL_ERRORS,
