@@ -34,7 +34,7 @@ from iknet_ros.requests import (
 )
 
 # A trajectory longer than this (s) is a slip (stamps, or a speed limit in the wrong unit), not
-# a path: a legacy arm's goals would hold the move services for it.
+# a path: the arm would be given goals for it, long after whoever asked has gone.
 LONGEST_PATH_S = 86_400.0
 # How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
 # farther, its first goal would jump.
