@@ -103,8 +103,6 @@ class LegacyCommander(NewestGoal):
         # A controller started together with the server may still be in discovery.
         deadline = time.monotonic() + self._timeout_s
         while not self._client.service_is_ready():
-            if self._replaced(number):
-                return False, REPLACED
             if time.monotonic() > deadline:
                 return False, f'arm controller service {self._client.srv_name} is not available'
             await first_done(self._node, self._group, None, 0.1)
@@ -169,8 +167,12 @@ class LegacyCommander(NewestGoal):
                 else:
                     started -= wait  # a late answer delays the rest, so no segment gets shorter
                 due = duration_s(points[index].time_from_start)
-                accepted, reason = await self._send(  # REPLACED once a newer goal came
-                    number, trajectory.joint_names, points[index].positions, due - previous
+                accepted, reason = (
+                    (False, REPLACED)
+                    if self._replaced(number)
+                    else await self._send(
+                        number, trajectory.joint_names, points[index].positions, due - previous
+                    )
                 )
                 if not accepted:
                     replaced = reason == REPLACED
