@@ -10,6 +10,8 @@ PACKAGE = 'iknet'
 DEFAULT_MODEL = Path('models') / 'omx_iknet.pt'
 # The OM-X's small network that seeds refinement (network.SHIPPED_MODELS says why).
 SEED_MODEL = Path('models') / 'omx_seed.pt'
+# A sampler of the Panda's solutions (many solutions per pose on an arm with joints to spare).
+PANDA_MODEL = Path('models') / 'panda_mixture.pt'
 TRAIN_DATA = Path('dataset') / 'train'
 TEST_DATA = Path('dataset') / 'test'
 

@@ -1,10 +1,12 @@
 """ik_client as a user runs it: a process asking the real server (beside the simulator)."""
 
+import re
 import signal
 import subprocess
 
 import pytest
 
+from iknet_core.resources import PANDA_MODEL, shipped
 from iknet_core.resources import installed_executable as executable
 
 
@@ -191,3 +193,23 @@ def test_a_path_replacing_the_move_to_its_start_is_no_warning(processes, ros_env
 
     wait_for(lambda: results() >= 2, 30.0, f"both trajectories' results in {log}")
     assert 'WARN' not in log.read_text(), log.read_text()
+
+
+def test_the_shipped_panda_model_serves_many_solutions_of_one_pose(processes, ros_env, tmp_path):
+    """The README's Panda call: ik_server on models/panda_mixture.pt (its chain from the model,
+    network+refine by default), asked by ik_client for 200 solutions of one pose."""
+    try:
+        model = shipped(PANDA_MODEL)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    log = tmp_path / 'server.log'
+    processes.start(executable('ik_server'), '--ros-args', '-p', f'model_path:={model}',
+                    '-p', 'command_interface:=none', '-p', 'device:=cpu', log=log)  # fmt: skip
+    result = run_client(ros_env, '--x', '0.6296', '--y', '-0.0278', '--z', '0.4853',
+                        '--qx', '-0.9896', '--qy', '-0.0809', '--qz', '0.0813', '--qw', '0.0867',
+                        '--frame', 'panda_link0', '--solutions', '200')  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr + log.read_text()
+    solutions = re.findall(r'#\d+ panda_joint1=.*\| position error (\S+) mm', result.stdout)
+    assert len(solutions) >= 150, result.stdout
+    assert max(float(error) for error in solutions) <= 0.01
+    assert 'outside software limits' not in result.stdout

@@ -12,7 +12,7 @@ import torch
 
 from iknet.srv import SolveIK
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
-from iknet_core.kinematics.chain import Chain, Joint
+from iknet_core.kinematics.chain import Chain, Joint, model_chain_for
 from iknet_core.kinematics.fk import joint_frames, pose_from_joints
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.kinematics.transforms import axis_angle_matrix, matrix_from_quaternion, rpy_matrix
@@ -25,6 +25,7 @@ from iknet_core.networks import (
     build_model,
 )
 from iknet_core.onnx_graph import ExportedNetwork
+from iknet_core.resources import PANDA_MODEL, shipped
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import refined
 from iknet_core.solvers.factory import build_solver
@@ -33,7 +34,7 @@ from iknet_core.solvers.network import COMPILED_MAX_SAMPLES, NetworkProposer
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.losses import mixture_loss, sample_fk_error
 from iknet_train.sample_bench import main, mmd_squared
-from iknet_train.synthetic import limit_ranges
+from iknet_train.synthetic import limit_ranges, sample_joints
 
 # Two links in a plane, reached in position only: every target has an elbow-up and an
 # elbow-down solution, which a sampler must both find.
@@ -698,3 +699,35 @@ def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_pat
     poses, _ = planar_data(3, seed=6)
     with torch.no_grad():
         assert torch.equal(loaded(poses), model(poses))
+
+
+@pytest.fixture(scope='module')
+def panda_model_path():
+    try:
+        return shipped(PANDA_MODEL)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+
+
+def test_the_shipped_panda_sampler_draws_near_its_targets_and_refines_to_many_solutions(
+    panda_model_path,
+):
+    """models/panda_mixture.pt, a 7-joint arm's sampler made by iknet-train (README): it is the
+    Panda of --chain panda, its raw samples land near the target, and network+refine turns
+    them into distinct exact solutions inside the limits."""
+    proposer = NetworkProposer(panda_model_path, device='cpu')
+    assert proposer.samples
+    model_chain_for(named_chain('panda'), proposer.chain, panda_model_path)  # the same arm
+    chain = proposer.chain
+    joints = sample_joints(20, limit_ranges(chain), np.random.default_rng(7))
+    poses = pose_from_joints(chain, joints)
+    positions, rotations = poses[:, :3], matrix_from_quaternion(poses[:, 3:])
+    samples = proposer(positions, rotations, 200)  # (20, 200, 7)
+    reached = pose_from_joints(chain, samples.reshape(-1, 7))[:, :3].reshape(20, 200, 3)
+    errors_mm = 1000.0 * np.linalg.norm(reached - positions[:, None], axis=-1)
+    assert np.median(errors_mm) < 10.0  # an untrained sampler is hundreds of mm off
+    solver = build_solver('network+refine', chain, proposer)
+    for position, rotation in zip(positions[:5], rotations[:5], strict=True):
+        solutions = solver.solve(position, rotation, max_solutions=32)
+        exact = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
+        assert len(distinct_solutions(exact)) >= 16  # 26-29 of 32 when it was shipped
