@@ -427,8 +427,10 @@ def test_sample_bench_writes_its_report(planar_model, tmp_path, capsys):
     assert report['closed_form_coverage'] is None  # no closed form for this arm
     mmd = report['mmd']
     assert mmd['poses'] == 3 and mmd['compare_model'] == str(heads_path)
-    # Samples cover both elbows as random restarts do.
-    assert abs(mmd['samples_to_reference']) < 0.05
+    # Samples cover both elbows as random restarts do: a sampler of one elbow is 0.2-0.44 from
+    # them; this one measured 0.087 on one thread of an AMD host (the full run) and under 0.05 on
+    # two, as the trained fixture's floats differ with the threads and the processor.
+    assert abs(mmd['samples_to_reference']) < 0.15
     assert math.isfinite(mmd['compare_model_to_reference'])
     assert (tmp_path / 'out' / 'sample_bench.png').stat().st_size > 10_000
     # SolveIK's max_solutions: 64 on a planar arm finds its two elbows, not 64.
