@@ -10,6 +10,7 @@ import pytest
 from domain_coordinator import domain_id
 from processes import ProcessGroup
 
+from iknet_core.resources import PANDA_MODEL, shipped
 from iknet_ros.service_calls import spin_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -103,3 +104,12 @@ def ros(ros_env: dict[str, str]) -> Iterator[RosSession]:
 def ros_node(ros: RosSession) -> Callable[[str], object]:
     """An rclpy node factory; the nodes are spun by the `ros` fixture's executor."""
     return ros.node
+
+
+@pytest.fixture(scope='session')
+def panda_model_path() -> Path:
+    """The shipped Panda sampler (models/panda_mixture.pt), where it is installed."""
+    try:
+        return shipped(PANDA_MODEL)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))

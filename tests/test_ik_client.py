@@ -6,7 +6,6 @@ import subprocess
 
 import pytest
 
-from iknet_core.resources import PANDA_MODEL, shipped
 from iknet_core.resources import installed_executable as executable
 
 
@@ -195,15 +194,13 @@ def test_a_path_replacing_the_move_to_its_start_is_no_warning(processes, ros_env
     assert 'WARN' not in log.read_text(), log.read_text()
 
 
-def test_the_shipped_panda_model_serves_many_solutions_of_one_pose(processes, ros_env, tmp_path):
+def test_the_shipped_panda_model_serves_many_solutions_of_one_pose(
+    panda_model_path, processes, ros_env, tmp_path
+):
     """The README's Panda call: ik_server on models/panda_mixture.pt (its chain from the model,
     network+refine by default), asked by ik_client for 200 solutions of one pose."""
-    try:
-        model = shipped(PANDA_MODEL)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
     log = tmp_path / 'server.log'
-    processes.start(executable('ik_server'), '--ros-args', '-p', f'model_path:={model}',
+    processes.start(executable('ik_server'), '--ros-args', '-p', f'model_path:={panda_model_path}',
                     '-p', 'command_interface:=none', '-p', 'device:=cpu', log=log)  # fmt: skip
     result = run_client(ros_env, '--x', '0.6296', '--y', '-0.0278', '--z', '0.4853',
                         '--qx', '-0.9896', '--qy', '-0.0809', '--qz', '0.0813', '--qw', '0.0867',

@@ -25,7 +25,6 @@ from iknet_core.networks import (
     build_model,
 )
 from iknet_core.onnx_graph import ExportedNetwork
-from iknet_core.resources import PANDA_MODEL, shipped
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import refined
 from iknet_core.solvers.factory import build_solver
@@ -703,14 +702,6 @@ def test_mixture_checkpoints_saved_before_local_frames_load_as_they_were(tmp_pat
         assert torch.equal(loaded(poses), model(poses))
 
 
-@pytest.fixture(scope='module')
-def panda_model_path():
-    try:
-        return shipped(PANDA_MODEL)
-    except FileNotFoundError as error:
-        pytest.skip(str(error))
-
-
 def test_the_shipped_panda_sampler_draws_near_its_targets_and_refines_to_many_solutions(
     panda_model_path,
 ):
@@ -725,7 +716,7 @@ def test_the_shipped_panda_sampler_draws_near_its_targets_and_refines_to_many_so
     poses = pose_from_joints(chain, joints)
     positions, rotations = poses[:, :3], matrix_from_quaternion(poses[:, 3:])
     samples = proposer(positions, rotations, 200)  # (20, 200, 7)
-    reached = pose_from_joints(chain, samples.reshape(-1, 7))[:, :3].reshape(20, 200, 3)
+    reached = pose_from_joints(chain, samples)[..., :3]
     errors_mm = 1000.0 * np.linalg.norm(reached - positions[:, None], axis=-1)
     assert np.median(errors_mm) < 10.0  # an untrained sampler is hundreds of mm off
     solver = build_solver('network+refine', chain, proposer)
