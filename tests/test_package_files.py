@@ -166,9 +166,10 @@ ROSDEP_KEYS = {
     'psycopg2-binary': 'python3-psycopg2',
     'zuko': 'python3-zuko-pip',
 }
-# Test extras rosdep does not install: the linter runs in `make test`, not in the package's tests;
-# tomli is Python 3.10's tomllib, for reading pyproject.toml here.
-NOT_ROSDEP = {'ruff', 'tomli'}
+# Test extras rosdep does not install: the linter and pytest-xdist (its workers) serve `make test`,
+# not the package's tests (`colcon test` runs them one by one); tomli is Python 3.10's tomllib, for
+# reading pyproject.toml here.
+NOT_ROSDEP = {'ruff', 'pytest-xdist', 'tomli'}
 
 
 def pyproject() -> dict:
