@@ -5,6 +5,7 @@ loop is for the models iknet ships)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytorch_pfn_extras as ppe
 import torch
@@ -20,15 +21,17 @@ def fit(
     count: int,
     epochs: int,
     lr: float,
+    out_dir: Path,
     batch_size: int = 1024,
 ) -> None:
     """Train model on count samples for epochs; batch_loss(indices (b,)) -> the loss of those
-    samples (a scalar). Adam at a one-cycle rate peaking at lr."""
+    samples (a scalar). Adam at a one-cycle rate peaking at lr. out_dir: the study's folder, which
+    pytorch-pfn-extras makes (by default it made ./result wherever the study ran)."""
     optimizer = adam(model.parameters(), lr)
     iters_per_epoch = max(1, count // batch_size)
     scheduler = one_cycle(optimizer, lr, epochs * iters_per_epoch)
     manager = ppe.training.ExtensionsManager(
-        model, optimizer, epochs, iters_per_epoch=iters_per_epoch,
+        model, optimizer, epochs, iters_per_epoch=iters_per_epoch, out_dir=str(out_dir),
         extensions=[extensions.LRScheduler(scheduler, trigger=(1, 'iteration'))],
     )  # fmt: skip
     model.train()

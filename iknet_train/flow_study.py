@@ -207,6 +207,7 @@ def train_flow(
         len(poses),
         args.epochs,
         lr=1e-3,
+        out_dir=args.out,
     )
     return model.eval(), time.perf_counter() - started
 

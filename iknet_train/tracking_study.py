@@ -166,6 +166,7 @@ def train_tracking_network(
         len(inputs),
         args.epochs,
         lr=3e-3,
+        out_dir=args.out,
     )
     return model.eval(), time.perf_counter() - started
 

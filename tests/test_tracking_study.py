@@ -5,10 +5,12 @@ import json
 from iknet_train.tracking_study import main
 
 
-def test_the_study_compares_three_seeds_on_the_omx(tmp_path):
+def test_the_study_compares_three_seeds_on_the_omx(tmp_path, monkeypatch):
     out = tmp_path / 'study'
     argv = ['--chains', 'omx', '--train-paths', '100', '--epochs', '2', '--test-paths', '10']
+    monkeypatch.chdir(tmp_path)
     assert main([*argv, '--out', str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['study']  # nothing left where it ran
     report = json.loads((out / 'tracking_study.json').read_text())
     seeds = report['arms']['omx']['seeds']
     assert list(seeds) == ['previous waypoint', 'carried on at its velocity', 'tracking network']
