@@ -257,9 +257,10 @@ def test_alternatives_rescue_a_start_off_the_path_and_keep_a_timed_path_in_time(
 def test_bad_requests_get_success_false_with_the_reason(ros, client):
     """Every case against one server (a server per case cost CI a minute); each is named."""
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=5, seed=9)[0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
     wrong = {}
     for case, (spoil, reason) in BAD.items():
-        request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+        request = path_request(poses, curve[0])  # a new request each time: spoil changes it
         spoil(request)
         response = ros.call(client, request, timeout_s=60.0)
         refused = not response.success and reason in response.message
