@@ -30,6 +30,7 @@ from iknet_core.solvers import refined
 from iknet_core.solvers.factory import build_solver
 from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network import COMPILED_MAX_SAMPLES, NetworkProposer
+from iknet_core.solvers.refine import Refiner
 from iknet_core.solvers.settings import SolverSettings
 from iknet_train.losses import mixture_loss, sample_fk_error
 from iknet_train.sample_bench import main, mmd_squared
@@ -391,6 +392,43 @@ def test_many_solutions_asked_of_a_sampler_on_an_arm_with_joints_to_spare_are_dr
     assert not heads_proposer.samples
     with pytest.raises(ValueError, match='4 fixed hypotheses; only a mixture model samples 40'):
         heads_proposer(position[None], np.eye(3)[None], 40)
+
+
+class RepeatingSampler:
+    """A sampler whose first draw of a pose is one solution over and over (a pose whose samples
+    all refine to the same arm), and whose later draws spread over the joints' range."""
+
+    samples = True
+    n_hypotheses = 16
+
+    def __init__(self, solution: np.ndarray) -> None:
+        self.solution = solution
+        self.counts: list[int] = []
+        self.rng = np.random.default_rng(2)
+
+    def __call__(self, positions: np.ndarray, rotations: np.ndarray, count: int = 16):
+        self.counts.append(count)
+        if len(self.counts) == 1:
+            return np.tile(self.solution, (len(positions), count, 1))
+        return self.rng.uniform(-2.5, 2.5, (len(positions), count, len(self.solution)))
+
+
+def test_a_sampler_whose_samples_repeat_is_asked_for_more_until_max_solutions_are_found():
+    """max_solutions: N gets N distinct exact solutions where the first draw's samples refine
+    to few (refined._topped_up): more are drawn, as many as the pose's yield so far says."""
+    chain = planar_chain(4)
+    solution = np.array([0.3, 0.5, -0.4, 0.6])
+    sampler = RepeatingSampler(solution)
+    solver = refined.RefinedSolver(sampler, Refiner(chain, SolverSettings().position_only()))
+    position = pose_from_joints(chain, solution)[:3]
+    solutions = solver.solve(position, np.eye(3), max_solutions=40)
+    exact = solutions.meets_tolerance & solutions.within_limits
+    assert exact.sum() == 40
+    found = solutions.joints[exact]
+    apart = np.abs(found[:, None] - found[None]).max(-1) + np.eye(40)  # no two the same arm
+    assert apart.min() > SolverSettings().duplicate_tolerance
+    # 80 samples gave one solution: the next draw is sized by that yield, capped.
+    assert sampler.counts[:2] == [80, min(math.ceil(1.25 * 39 * 80), refined.MAX_CANDIDATES)]
 
 
 def test_distinct_solutions_and_mmd():

@@ -4,6 +4,7 @@ proposes."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 
 import numpy as np
@@ -45,6 +46,10 @@ BRANCH_RESTARTS = 8
 # request for 2**32 - 1 solutions 93 s. (n_hypotheses samples are drawn whatever their
 # variants, as before.)
 SAMPLES_PER_SOLUTION = 2
+# Rounds of more samples where fewer than max_solutions came out exact (_topped_up): the
+# shipped Panda model's 1,000 asked of 40 random poses, 985 on average (the worst 797) in one
+# draw, 997 (948) with two more rounds, in 2 % more time.
+TOP_UP_ROUNDS = 2
 MAX_CANDIDATES = 4096
 
 
@@ -269,9 +274,56 @@ class RefinedSolver:
         solutions = self.policy.select(
             joints, position_errors, orientation_errors, seed, max_solutions
         )
+        if network is None and self._sample_count(max_solutions) is not None:
+            solutions = self._topped_up(
+                solutions, (joints, position_errors, orientation_errors),
+                position, rotation, seed, max_solutions,
+            )  # fmt: skip
         return self._inside_limits_first(
             solutions, position, rotation, seed, max_solutions, one_proposed
         )
+
+    def _topped_up(
+        self,
+        solutions: Solutions,
+        refined: tuple[np.ndarray, np.ndarray, np.ndarray],
+        position: np.ndarray,
+        rotation: np.ndarray,
+        seed: np.ndarray | None,
+        max_solutions: int,
+    ) -> Solutions:
+        """solutions with more samples drawn, refined and ranked with the refined (joints,
+        position errors, orientation errors) they came from, for as long as fewer than
+        max_solutions are exact inside the limits (TOP_UP_ROUNDS at most): on some poses most
+        samples miss, or refine to the same arm (a Panda's where little of the self-motion lies
+        inside the limits), and a caller asking for N expects N."""
+        for _ in range(TOP_UP_ROUNDS):
+            found = int((solutions.meets_tolerance & solutions.within_limits).sum())
+            if not found or found >= max_solutions:  # none: a pose out of reach, as a rule
+                break
+            # As many as this pose's yield so far says the shortfall needs, a quarter more.
+            drawn = len(refined[0])
+            wanted = min(
+                math.ceil(1.25 * (max_solutions - found) * drawn / found),
+                MAX_CANDIDATES // self.policy.turn_variants,
+            )
+            more = self._propose(position[None], rotation[None], wanted)[0]
+            again = self.refiner.refine(
+                np.repeat(position[None], wanted, 0),
+                np.repeat(rotation[None], wanted, 0),
+                more,
+                stop_on_stall=self._retries,
+            )
+            refined = tuple(
+                np.concatenate([kept, new])
+                for kept, new in zip(
+                    refined,
+                    (again.joints, again.position_errors, again.orientation_errors),
+                    strict=True,
+                )
+            )
+            solutions = self.policy.select(*refined, seed, max_solutions)
+        return solutions
 
     def _inside_limits_first(
         self,
