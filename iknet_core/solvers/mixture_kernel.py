@@ -125,14 +125,39 @@ def sample_batch(
         )  # fmt: skip
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def _affine(x, weight, bias, out):
-    """out (S, H) = x (S, K) @ weight (H, K).T + bias (H,): network_kernel.linear per row, one
-    dot product of contiguous rows per entry, which vectorizes (~40 GFLOP/s on one core, half of
-    BLAS's, which numba reaches only through scipy and a thread pool that, on a busy 2-core
-    machine, made 1,000 samples 10 times slower)."""
-    for s in range(x.shape[0]):
-        linear(weight, bias, x[s], out[s])
+    """out (S, H) = x (S, K) @ weight (H, K).T + bias (H,): network_kernel.linear for eight rows
+    at a time, so that each row of weights is read once per eight samples, not per sample (1,000
+    Panda samples of one pose on one thread: 35 -> 26 ms, best of 30, on a host where torch
+    took 42). Hand-written as BLAS is reached from numba only through scipy and a thread pool
+    that, on a busy 2-core machine, made 1,000 samples 10 times slower."""
+    rows, inner = x.shape
+    s = 0
+    while s + 8 <= rows:
+        for i in range(weight.shape[0]):
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = bias[i]
+            for j in range(inner):
+                w = weight[i, j]
+                t0 += w * x[s, j]
+                t1 += w * x[s + 1, j]
+                t2 += w * x[s + 2, j]
+                t3 += w * x[s + 3, j]
+                t4 += w * x[s + 4, j]
+                t5 += w * x[s + 5, j]
+                t6 += w * x[s + 6, j]
+                t7 += w * x[s + 7, j]
+            out[s, i] = t0
+            out[s + 1, i] = t1
+            out[s + 2, i] = t2
+            out[s + 3, i] = t3
+            out[s + 4, i] = t4
+            out[s + 5, i] = t5
+            out[s + 6, i] = t6
+            out[s + 7, i] = t7
+        s += 8
+    for r in range(s, rows):
+        linear(weight, bias, x[r], out[r])
 
 
 @numba.njit(cache=True)
