@@ -36,10 +36,11 @@ COMPILED_MAX_BATCH = 16
 # Up to this many samples drawn in a call, the compiled sampler draws a mixture model's faster
 # than torch on one thread (Panda: 16 of one pose in 0.27-0.30 ms against 3.9-4.4, 256 in 3.5
 # against 6-7; 1,024 in 13.7 against 12.5, and 16 of each of 64 poses in 16 against 13-14 ms);
-# torch (or CUDA) draws bigger calls. Measured before mixture_kernel._affine took eight samples
-# at a time; since, on a slower host, one pose's 1,024 took 26.9 ms against torch's 42.2 and
-# 4,096 113 against 125: the threshold could rise on the CPU (many poses not measured again).
-COMPILED_MAX_SAMPLES = 512
+# torch (or CUDA) draws bigger calls. That was before mixture_kernel._affine took eight samples
+# at a time; since, on a slower host: 1,024 of one pose 27.8 ms against torch's 34.6, 256 of
+# each of 4 poses 27.2 against 32.6, 16 of each of 64 32.0 against 35.4; 2,048 of one pose
+# 55.7 against 55.8, and 16 of each of 256 poses 127 against 115 ms.
+COMPILED_MAX_SAMPLES = 1024
 CPU_BLOCK_ROWS = 2048
 # The OM-X checkpoint each learned solver loads when given none. The accurate network (width 128,
 # 0.44 mm median on the recordings) answers alone. Refinement makes any seed exact, and on this
