@@ -590,11 +590,13 @@ class MixtureIKNet(IKNetwork):
         likeliest = log_likelihood.topk(kept, dim=1).indices
         return drawn.gather(1, likeliest[..., None].expand(-1, -1, drawn.shape[-1]))
 
-    def forward(self, poses: torch.Tensor, count: int | None = None) -> torch.Tensor:
+    def forward(
+        self, poses: torch.Tensor, count: int | None = None, seed: int = 0
+    ) -> torch.Tensor:
         """The proposal for refinement: count (default n_hypotheses) samples at the config's
-        temperature, the same for the same batch of poses and count (a fixed generator; a pose
-        alone and the same pose in a batch draw different samples)."""
-        generator = torch.Generator(device=poses.device).manual_seed(0)
+        temperature, the same for the same batch of poses, count and seed (a fixed generator; a
+        pose alone and the same pose in a batch draw different samples)."""
+        generator = torch.Generator(device=poses.device).manual_seed(seed)
         return self.sample(
             poses,
             self.config.n_hypotheses if count is None else count,

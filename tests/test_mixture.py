@@ -395,40 +395,46 @@ def test_many_solutions_asked_of_a_sampler_on_an_arm_with_joints_to_spare_are_dr
 
 
 class RepeatingSampler:
-    """A sampler whose first draw of a pose is one solution over and over (a pose whose samples
-    all refine to the same arm), and whose later draws spread over the joints' range."""
+    """A sampler whose seed-0 draw of a pose is one solution over and over (a pose whose samples
+    all refine to the same arm), and whose other seeds' draws spread over the joints' range; the
+    same count and seed draw the same samples, as NetworkProposer's."""
 
     samples = True
     n_hypotheses = 16
 
     def __init__(self, solution: np.ndarray) -> None:
         self.solution = solution
-        self.counts: list[int] = []
-        self.rng = np.random.default_rng(2)
+        self.calls: list[tuple[int, int]] = []
 
-    def __call__(self, positions: np.ndarray, rotations: np.ndarray, count: int = 16):
-        self.counts.append(count)
-        if len(self.counts) == 1:
+    def __call__(self, positions: np.ndarray, rotations: np.ndarray, count: int, seed: int = 0):
+        self.calls.append((count, seed))
+        if seed == 0:
             return np.tile(self.solution, (len(positions), count, 1))
-        return self.rng.uniform(-2.5, 2.5, (len(positions), count, len(self.solution)))
+        shape = (len(positions), count, len(self.solution))
+        return np.random.default_rng(seed).uniform(-2.5, 2.5, shape)
 
 
 def test_a_sampler_whose_samples_repeat_is_asked_for_more_until_max_solutions_are_found():
     """max_solutions: N gets N distinct exact solutions where the first draw's samples refine
-    to few (refined._topped_up): more are drawn, as many as the pose's yield so far says."""
+    to few (refined._topped_up): more are drawn, from another seed, as many as the pose's yield
+    so far says, within MAX_CANDIDATES in all."""
     chain = planar_chain(4)
     solution = np.array([0.3, 0.5, -0.4, 0.6])
+    position = pose_from_joints(chain, solution)[:3]
     sampler = RepeatingSampler(solution)
     solver = refined.RefinedSolver(sampler, Refiner(chain, SolverSettings().position_only()))
-    position = pose_from_joints(chain, solution)[:3]
     solutions = solver.solve(position, np.eye(3), max_solutions=40)
     exact = solutions.meets_tolerance & solutions.within_limits
     assert exact.sum() == 40
     found = solutions.joints[exact]
     apart = np.abs(found[:, None] - found[None]).max(-1) + np.eye(40)  # no two the same arm
     assert apart.min() > SolverSettings().duplicate_tolerance
-    # 80 samples gave one solution: the next draw is sized by that yield, capped.
-    assert sampler.counts[:2] == [80, min(math.ceil(1.25 * 39 * 80), refined.MAX_CANDIDATES)]
+    # 80 samples gave one solution: the next draw, of another seed, is sized by that yield.
+    assert sampler.calls[:2] == [(80, 0), (math.ceil(1.25 * 39 * 80), 1)]
+    # Asked for more than MAX_CANDIDATES allow, the first draw takes them all: no second.
+    sampler.calls.clear()
+    solver.solve(position, np.eye(3), max_solutions=refined.MAX_CANDIDATES)
+    assert sampler.calls == [(refined.MAX_CANDIDATES, 0)]
 
 
 def test_distinct_solutions_and_mmd():
@@ -714,6 +720,10 @@ def test_the_server_samples_a_few_poses_compiled_and_many_in_torch(tmp_path):
     assert few.shape == (2, 16, 3)
     np.testing.assert_array_equal(few, CompiledMixture(model)(positions, rotations, 16))
     assert np.array_equal(proposer(positions, rotations), few)  # the same draws each call
+    for served in (proposer, in_torch):  # another seed, another draw (refined._topped_up)
+        again = served(positions, rotations, 16, seed=1)
+        assert again.shape == few.shape
+        assert not np.array_equal(again, served(positions, rotations, 16))
     for served in (proposer, in_torch):
         with pytest.raises(ValueError, match='need count >= 1'):
             served(positions, rotations, 0)

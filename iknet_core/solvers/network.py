@@ -34,12 +34,10 @@ BACKENDS = ('compiled', 'torch', 'onnxruntime')
 # Above this many poses a vectorised backend beats the compiled single-pose loop.
 COMPILED_MAX_BATCH = 16
 # Up to this many samples drawn in a call, the compiled sampler draws a mixture model's faster
-# than torch on one thread (Panda: 16 of one pose in 0.27-0.30 ms against 3.9-4.4, 256 in 3.5
-# against 6-7; 1,024 in 13.7 against 12.5, and 16 of each of 64 poses in 16 against 13-14 ms);
-# torch (or CUDA) draws bigger calls. That was before mixture_kernel._affine took eight samples
-# at a time; since, on a slower host: 1,024 of one pose 27.8 ms against torch's 34.6, 256 of
-# each of 4 poses 27.2 against 32.6, 16 of each of 64 32.0 against 35.4; 2,048 of one pose
-# 55.7 against 55.8, and 16 of each of 256 poses 127 against 115 ms.
+# than torch on one thread (Panda: 16 of one pose in 0.27-0.30 ms against 3.9-4.4; on a slow
+# host, 1,024 of one pose 27.8 ms against 34.6, 256 of each of 4 poses 27.2 against 32.6, 16 of
+# each of 64 32.0 against 35.4); torch (or CUDA) draws bigger calls (2,048 of one pose 55.7
+# against 55.8 ms, 16 of each of 256 poses 127 against 115).
 COMPILED_MAX_SAMPLES = 1024
 CPU_BLOCK_ROWS = 2048
 # The OM-X checkpoint each learned solver loads when given none. The accurate network (width 128,
@@ -108,10 +106,15 @@ class NetworkProposer:
         return self._compiled
 
     def __call__(
-        self, positions: np.ndarray, rotations: np.ndarray, count: int | None = None
+        self,
+        positions: np.ndarray,
+        rotations: np.ndarray,
+        count: int | None = None,
+        seed: int = 0,
     ) -> np.ndarray:
         """count hypotheses per pose: only a model that samples takes another count than its
-        own (ValueError otherwise)."""
+        own (ValueError otherwise). The same poses, count and seed draw the same samples; another
+        seed draws others (a pose whose first samples fell short asks again)."""
         positions, rotations = check_poses(positions, rotations)
         if count is not None and not self.samples:
             raise ValueError(
@@ -125,7 +128,7 @@ class NetworkProposer:
             count = self.n_hypotheses if count is None else count
             drawn = len(positions) * math.ceil(self.model.config.oversampling * count)
             if drawn <= COMPILED_MAX_SAMPLES:
-                return self._sampler(positions, rotations, count)
+                return self._sampler(positions, rotations, count, seed=seed)
         poses = np.concatenate([positions, quaternion_from_matrix(rotations)], -1)
         poses = poses.astype(np.float32)
         if self._session is not None:
@@ -137,7 +140,7 @@ class NetworkProposer:
                 blocks = inputs.split(CPU_BLOCK_ROWS)
                 hypotheses = torch.cat([self.model(block) for block in blocks])
             elif count is not None:
-                hypotheses = self.model(inputs, count)
+                hypotheses = self.model(inputs, count, seed)
             else:
                 hypotheses = self.model(inputs)
         return hypotheses.cpu().numpy().astype(np.float64)
