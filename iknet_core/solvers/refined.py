@@ -253,13 +253,7 @@ class RefinedSolver:
             hypotheses = np.concatenate([seed[None], hypotheses])
         count = len(hypotheses)
         # A lone seed restarts at once (no other seed could reach the pose first).
-        refined = self.refiner.refine(
-            np.repeat(position[None], count, 0),
-            np.repeat(rotation[None], count, 0),
-            hypotheses,
-            restarts=count == 1,
-            stop_on_stall=self._retries,
-        )
+        refined = self._seeds_refined(position, rotation, hypotheses, restarts=count == 1)
         joints, position_errors = refined.joints, refined.position_errors
         orientation_errors = refined.orientation_errors
         if count > 1 and not refined.converged.any() and self._retries:
@@ -311,15 +305,23 @@ class RefinedSolver:
             if wanted < 1:
                 break
             more = self._propose(position[None], rotation[None], wanted, seed=draw)[0]
-            again = self.refiner.refine(
-                np.repeat(position[None], wanted, 0),
-                np.repeat(rotation[None], wanted, 0),
-                more,
-                stop_on_stall=self._retries,
-            )
-            refined = _appended(refined, again)
+            refined = _appended(refined, self._seeds_refined(position, rotation, more))
             solutions = self.policy.select(*refined, seed, max_solutions)
         return solutions
+
+    def _seeds_refined(
+        self, position: np.ndarray, rotation: np.ndarray, seeds: np.ndarray, restarts: bool = False
+    ) -> Refinement:
+        """seeds (k, n) of one pose (3,), (3, 3) refined, each given up early where it stalls
+        when restarts follow (see _retries)."""
+        count = len(seeds)
+        return self.refiner.refine(
+            np.repeat(position[None], count, 0),
+            np.repeat(rotation[None], count, 0),
+            seeds,
+            restarts=restarts,
+            stop_on_stall=self._retries,
+        )
 
     def _inside_limits_first(
         self,
