@@ -99,10 +99,12 @@ def solve_path(
             starts += int(keep.sum())
             result = alternative_paths(
                 chain, targets, np.concatenate([start[None], others[keep]]), settings,
-                request.max_step or None, origin=start,
+                request.max_step or None, origin=start, tighten=request.tighten,
             )[0]  # fmt: skip
         else:
-            result = follow_path(chain, targets, start, settings, request.max_step or None)
+            result = follow_path(
+                chain, targets, start, settings, request.max_step or None, tighten=request.tighten
+            )
     except ValueError as error:
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
@@ -137,6 +139,9 @@ def solve_path(
         if result.success
         else result.reason
     )
+    task_dimensions = 3 if targets.shape[1] == 3 else 6  # positions, or whole poses
+    if request.tighten and chain.n_joints <= task_dimensions:
+        response.message += '; not tightened: the arm has no joints to spare for this path'
     if request.alternatives:
         # Fewer other starts than asked for: no more solutions, or (timed) none more in time.
         found = ' found' + (' in time for its first stamp' if times is not None else '')

@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         'solutions of its first waypoint, start_solutions) and keep the best, as '
         'alternative_paths ranks them (0: do not)',
     )
+    parser.add_argument(
+        '--tighten',
+        action='store_true',
+        help='also follow every path with follow_path(..., tighten=True), a row of its own on an '
+        'arm with joints to spare',
+    )
     parser.add_argument('--position-tolerance', type=float, default=1e-5, help='m')
     parser.add_argument('--orientation-tolerance', type=float, default=1e-4, help='rad')
     parser.add_argument('--seed', type=int, default=0, help='seed of the random paths')
@@ -142,6 +148,9 @@ def run(args: argparse.Namespace) -> dict:
         if chain.n_joints > settings.task_dimensions:  # what smoothing and the searches change
             rough, seconds = follow_with_iknet(chain, curves, poses, settings, smoothing_passes=0)
             results['iknet follow_path, not smoothed'] = (rough, rough[..., 0].size / seconds)
+            if args.tighten:
+                tight, seconds = follow_with_iknet(chain, curves, poses, settings, tighten=True)
+                results['iknet follow_path, tightened'] = (tight, tight[..., 0].size / seconds)
         if args.alternatives:
             best, seconds = follow_alternatives(chain, curves, poses, settings, args.alternatives)
             label = f'iknet best of {args.alternatives} starts'
@@ -179,14 +188,17 @@ def follow_with_iknet(
     poses: np.ndarray,
     settings: SolverSettings,
     smoothing_passes: int = SMOOTHING_PASSES,
+    tighten: bool = False,
 ) -> tuple[np.ndarray, float]:
-    """Every path through follow_path from its curve's first joints: joints (P, T, n), NaN
-    where a path stopped, and the seconds it took."""
+    """Every path through follow_path (smoothing_passes, tighten) from its curve's first
+    joints: joints (P, T, n), NaN where a path stopped, and the seconds it took."""
     exercise_path(chain, settings)  # load the kernels first, the searches' too
     started = time.perf_counter()
     joints = np.stack(
         [
-            follow_path(chain, path, curve[0], settings, smoothing_passes=smoothing_passes).joints
+            follow_path(
+                chain, path, curve[0], settings, smoothing_passes=smoothing_passes, tighten=tighten
+            ).joints
             for curve, path in zip(curves, poses, strict=True)
         ]
     )

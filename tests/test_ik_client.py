@@ -77,9 +77,12 @@ def test_analytic_solver_is_chosen_per_request(server, ros_env):
 def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
     plot = tmp_path / 'line.png'
     line = ('--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '30', '--pitch', '0.5')
-    result = run_client(ros_env, *line, '--move', '--path-time', '1.0', '--plot', str(plot))
+    argv = (*line, '--move', '--path-time', '1.0', '--plot', str(plot), '--tighten')
+    result = run_client(ros_env, *argv)
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'line of 30 waypoints: success' in result.stdout
+    # SolvePath.tighten went with it: the OM-X on whole poses has no joint to spare.
+    assert 'not tightened: the arm has no joints to spare' in result.stdout
     assert '30 points, largest position error' in result.stdout
     assert 'goals for /goal_joint_space_path: the first taken' in result.stdout  # one by one
     assert plot.is_file() and plot.stat().st_size > 10_000
@@ -103,6 +106,9 @@ def test_a_malformed_line_is_refused_before_any_call(ros_env):
     result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--alternatives', '2')
     assert result.returncode == 2
     assert '--alternatives is for --line or --circle' in result.stderr
+    result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--tighten')
+    assert result.returncode == 2
+    assert '--tighten is for --line or --circle' in result.stderr
 
 
 def test_moving_along_a_line_of_positions_needs_an_orientation(ros_env):

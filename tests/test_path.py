@@ -587,6 +587,21 @@ def test_a_largest_step_that_stands_out_below_the_spike_factor_is_searched_under
     assert_followed_within_the_step_bar(panda, capped, curve)
 
 
+def test_tighten_searches_a_path_whose_largest_step_does_not_stand_out():
+    from iknet_core.solvers import path
+
+    # Path 26 of these 200 (seed 14) is followed with a largest step 1.55 times its curve's
+    # largest but only 1.45 times its own median (every step larger than the curve's), so no
+    # stage that waits for a step to stand out searches it; tighten does.
+    panda, curve, targets = random_panda_path(200, 26, seed=14)
+    followed = follow_path(panda, targets, curve[0])
+    steps = path.joint_steps(followed.joints)
+    assert steps.max() > 1.5 * path.joint_steps(curve).max()
+    assert steps.max() <= path.CAP_FACTOR * np.median(steps)
+    tightened = follow_path(panda, targets, curve[0], tighten=True)
+    assert_followed_within_the_step_bar(panda, tightened, curve)
+
+
 @pytest.mark.usefixtures('earlier_limit_pull')
 def test_a_largest_step_left_after_the_spike_search_is_smoothed_with_large_changes_weighted_up(
     monkeypatch,
@@ -834,9 +849,12 @@ def rescues_in_alternative_paths(monkeypatch, panda, targets, starts, origin):
 
     follow, rescued = path.follow_path, {}
 
-    def spy(chain, targets, start, *arguments, rescue_where_stopped=True):
+    def spy(chain, targets, start, *arguments, rescue_where_stopped=True, **keywords):
         rescued[tuple(start)] = rescued.get(tuple(start), False) or rescue_where_stopped
-        return follow(chain, targets, start, *arguments, rescue_where_stopped=rescue_where_stopped)
+        return follow(
+            chain, targets, start, *arguments, rescue_where_stopped=rescue_where_stopped,
+            **keywords,
+        )  # fmt: skip
 
     monkeypatch.setattr(path, 'follow_path', spy)
     return alternative_paths(panda, targets, starts, origin=origin), rescued
@@ -1179,6 +1197,21 @@ def test_the_path_benchmark_reports_every_arm(tmp_path):
     assert main([*argv, '--alternatives', '-1']) == 1
     assert main(['--chains', 'omx', '--paths', '0', '--out', str(out)]) == 1
     assert main(['--chains', 'nonesuch', '--paths', '1', '--peers', '--out', str(out)]) == 1
+
+
+def test_the_path_benchmark_tightens_on_request_where_the_arm_has_joints_to_spare(tmp_path):
+    import json
+
+    from iknet_train.path_bench import main
+
+    random_panda_path(1, 0)  # skips without example-robot-data
+    argv = ['--paths', '2', '--waypoints', '30', '--peers', '--alternatives', '0', '--tighten']
+    assert main(['--chains', 'panda', 'omx', *argv, '--out', str(tmp_path)]) == 0
+    arms = json.loads((tmp_path / 'path_bench.json').read_text())['arms']
+    tightened = arms['panda']['iknet follow_path, tightened']
+    assert tightened['paths'] == 2 and tightened['paths_followed'] == 1.0
+    assert tightened['step_ratio_max'] <= arms['panda']['iknet follow_path']['step_ratio_max']
+    assert list(arms['omx']) == ['iknet follow_path']  # no joints to spare, no row
 
 
 def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path, capsys):

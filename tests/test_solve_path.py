@@ -226,6 +226,29 @@ def test_alternatives_answer_the_best_of_several_starts(ros, client):
     assert not refused.success and 'alternatives must be at most 64' in refused.message
 
 
+def test_tighten_searches_a_path_of_positions_and_says_where_there_is_nothing_to_spare(
+    ros, client
+):
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=40, seed=8)[0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
+    request = path_request(poses, curve[0])
+    request.position_only = True  # one joint of the OM-X's four to spare
+    plain = ros.call(client, request, timeout_s=60.0)
+    request.tighten = True
+    tightened = ros.call(client, request, timeout_s=60.0)
+    assert tightened.success, tightened.message
+    assert 'not tightened' not in tightened.message
+    joints = np.array([point.positions for point in tightened.trajectory.points])
+    reached, _ = forward_kinematics(OMX_CHAIN, joints)
+    assert np.linalg.norm(reached - poses[:, :3], axis=-1).max() < 1e-5
+    before = np.array([point.positions for point in plain.trajectory.points])
+    largest = np.abs(np.diff(joints, axis=0)).max()
+    assert largest <= np.abs(np.diff(before, axis=0)).max() + 1e-9
+    request.position_only = False  # whole poses: nothing to spare, followed as without
+    whole = ros.call(client, request, timeout_s=60.0)
+    assert whole.success and 'not tightened: the arm has no joints to spare' in whole.message
+
+
 def test_alternatives_rescue_a_start_off_the_path_and_keep_a_timed_path_in_time(ros, client):
     curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=20, seed=8)[0]
     poses = pose_from_joints(OMX_CHAIN, curve)
