@@ -239,7 +239,7 @@ class TrajectoryCommander(NewestGoal):
         self._action_name = action
         self._timeout_s = timeout_s
         self._topic_only = False  # the topic answered and the action never did
-        self._goals_sent = 0  # a goal's result after a newer goal's: it was replaced, as asked
+        self._goals_sent = 0  # a goal's result once a newer one was sent: replaced, as asked
         self._active: ClientGoalHandle | None = None  # the last goal accepted
 
     async def command(
@@ -289,6 +289,10 @@ class TrajectoryCommander(NewestGoal):
 
     async def _send_goal(self, trajectory: JointTrajectory) -> tuple[bool, str]:
         name = self._action_name
+        # Numbered as sent, not as accepted: the controller aborts the goal this replaces as it
+        # accepts this one, and that result can come in before the acceptance does.
+        self._goals_sent += 1
+        number = self._goals_sent
         sent = self._action.send_goal_async(self._goal_type(trajectory=trajectory))
         if not await first_done(self._node, self._group, sent, self._timeout_s):
             # Reported as not executed, so an answer that comes late must not move the arm.
@@ -300,8 +304,6 @@ class TrajectoryCommander(NewestGoal):
         handle = sent.result()
         if not handle.accepted:
             return False, f'{name} rejected the trajectory (its controller logs why)'
-        self._goals_sent += 1
-        number = self._goals_sent
         self._active = handle
         handle.get_result_async().add_done_callback(lambda done: self._log_result(done, number))
         return True, f'sent to {name}'
