@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         '--tighten',
         action='store_true',
         help='with --line or --circle: also search for a path with a smaller largest joint step, '
-        'on an arm with joints to spare for it (SolvePath.tighten; about 2.4 times the time)',
+        'on an arm with joints to spare for it (SolvePath.tighten; 2 to 3 times the time)',
     )
     parser.add_argument(
         '--plot',

@@ -17,6 +17,7 @@ from iknet_core.solvers.path import (
     alternative_paths,
     check_start,
     follow_path,
+    has_joints_to_spare,
     slide_units,
     speed_units,
     start_solutions,
@@ -139,8 +140,7 @@ def solve_path(
         if result.success
         else result.reason
     )
-    task_dimensions = 3 if targets.shape[1] == 3 else 6  # positions, or whole poses
-    if request.tighten and chain.n_joints <= task_dimensions:
+    if request.tighten and not has_joints_to_spare(chain, targets, settings):
         response.message += '; not tightened: the arm has no joints to spare for this path'
     if request.alternatives:
         # Fewer other starts than asked for: no more solutions, or (timed) none more in time.

@@ -61,9 +61,10 @@ def test_random_smooth_paths_are_followed_exactly_without_jumps():
         assert steps <= 1.5 * np.abs(np.diff(curve, axis=0)).max()
 
 
-def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smoothest_first():
-    # A line of positions: every tool pitch reaches its start, so seeds spread over the
-    # joints give different starts, and different joint paths.
+def line_of_positions_and_starts():
+    """A line of positions for the OM-X (one joint to spare), the position-only settings, and
+    exact solutions of its first point from seeds spread over the joints: every tool pitch
+    reaches it, so different starts, and different joint paths."""
     a, b = np.array([0.2, -0.05, 0.12]), np.array([0.2, 0.05, 0.12])
     positions = a + np.linspace(0.0, 1.0, 40)[:, None] * (b - a)
     settings = SolverSettings().position_only()
@@ -71,7 +72,11 @@ def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smooth
     refined = Refiner(OMX_CHAIN, settings).refine(
         np.repeat(positions[:1], len(seeds), 0), np.repeat(np.eye(3)[None], len(seeds), 0), seeds
     )
-    starts = refined.joints[refined.converged]
+    return positions, settings, refined.joints[refined.converged]
+
+
+def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smoothest_first():
+    positions, settings, starts = line_of_positions_and_starts()
     results = alternative_paths(OMX_CHAIN, positions, starts, settings)
     assert len(results) == len(starts) >= 2
     reached = [len(r.joints) if r.success else r.failed_at for r in results]
@@ -90,6 +95,30 @@ def test_alternative_paths_from_every_solution_of_the_first_waypoint_come_smooth
     assert np.abs(shortest.joints[0] - origin).sum() > other.travel - shortest.travel
     ranked = alternative_paths(OMX_CHAIN, positions, starts, settings, origin=origin)
     assert np.allclose(ranked[0].joints[0], origin)
+
+
+def test_alternative_paths_tighten_the_best_path_alone(monkeypatch):
+    from iknet_core.solvers import path
+
+    positions, settings, starts = line_of_positions_and_starts()
+    plain = alternative_paths(OMX_CHAIN, positions, starts, settings)
+    follow, tightened = path.follow_path, []
+
+    def spy(chain, targets, start, *arguments, tighten=False, **keywords):
+        if tighten:
+            tightened.append(np.array(start))
+        return follow(chain, targets, start, *arguments, tighten=tighten, **keywords)
+
+    monkeypatch.setattr(path, 'follow_path', spy)
+    ranked = alternative_paths(OMX_CHAIN, positions, starts, settings, tighten=True)
+    assert len(starts) >= 2 and len(tightened) == 1  # the best start's path, once
+    best_start = np.abs(starts - plain[0].joints[0]).max(-1).argmin()  # the best's first point
+    np.testing.assert_array_equal(tightened[0], starts[best_start])
+    assert ranked[0].success
+    largest = path.joint_steps(ranked[0].joints).max()
+    assert largest <= path.joint_steps(plain[0].joints).max()
+    for before, after in zip(plain[1:], ranked[1:], strict=True):
+        np.testing.assert_array_equal(before.joints, after.joints)  # the others as they were
 
 
 def test_start_solutions_are_distinct_exact_solutions_inside_the_limits():
@@ -1208,6 +1237,7 @@ def test_the_path_benchmark_tightens_on_request_where_the_arm_has_joints_to_spar
     argv = ['--paths', '2', '--waypoints', '30', '--peers', '--alternatives', '0', '--tighten']
     assert main(['--chains', 'panda', 'omx', *argv, '--out', str(tmp_path)]) == 0
     arms = json.loads((tmp_path / 'path_bench.json').read_text())['arms']
+    # The row's plumbing: whether tightening lowers a step is test_tighten_searches_a_path_...'s.
     tightened = arms['panda']['iknet follow_path, tightened']
     assert tightened['paths'] == 2 and tightened['paths_followed'] == 1.0
     assert tightened['step_ratio_max'] <= arms['panda']['iknet follow_path']['step_ratio_max']

@@ -234,6 +234,7 @@ def test_tighten_searches_a_path_of_positions_and_says_where_there_is_nothing_to
     request = path_request(poses, curve[0])
     request.position_only = True  # one joint of the OM-X's four to spare
     plain = ros.call(client, request, timeout_s=60.0)
+    assert plain.success, plain.message
     request.tighten = True
     tightened = ros.call(client, request, timeout_s=60.0)
     assert tightened.success, tightened.message
@@ -316,6 +317,28 @@ def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
     assert [seconds(a.trajectory.points[-1]) for a in answers[1:]] == pytest.approx(
         [seconds(answers[0].trajectory.points[-1])]
     )
+
+
+def test_tighten_reaches_the_follower_with_and_without_alternatives(monkeypatch):
+    # path_service itself, in-process: the request's tighten goes to follow_path, or to
+    # alternative_paths where other starts are asked for.
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=10, seed=8)[0]
+    asked = []
+    for name in ('follow_path', 'alternative_paths'):
+        real = getattr(path_service, name)
+
+        def spy(*arguments, real=real, name=name, **keywords):
+            asked.append((name, keywords.get('tighten')))
+            return real(*arguments, **keywords)
+
+        monkeypatch.setattr(path_service, name, spy)
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+    request.position_only, request.tighten = True, True
+    for alternatives in (0, 2):
+        request.alternatives = alternatives
+        answer = path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
+        assert answer.success and 'not tightened' not in answer.message, answer.message
+    assert asked == [('follow_path', True), ('alternative_paths', True)]
 
 
 def test_a_continuous_joint_turned_on_is_followed_from_where_the_arm_is():

@@ -181,40 +181,41 @@ PEAK_POWER = 2.0
 # STEADY_STEP_FACTOR (with two capped searches at 0.75 before this stage), 4 had one: 11.4 and 5.9
 # times their curve's largest step, and two at 1.3 and 1.6 times.
 JUMP_FACTOR = 3.0
-# Last on such an arm, a path (of SPIKE_MIN_WAYPOINTS or more) whose largest step is still more
-# than CAP_FACTOR times its median step is searched once more with no step above CAP_SHARE of its
-# largest (path_search's narrow search), and the path found, smoothed, is kept where its largest
-# step is smaller: the greedy follower can take the self-motion into a region where the whole path
-# needs larger joint steps than its curve's, which no smoothing gets it out of. On 3,200 random
-# Panda paths (iknet-path-bench seeds 0 to 15), those within 1.5x went from 3,154 to 3,169 (seeds 3
-# to 15, not looked at while choosing it: 2,562 to 2,573) for ~11 % of the waypoints/s (seeds 0 to
-# 2, interleaved runs; the narrow first rescue search gained 12 %), in place of two searches 4 wide
-# under 0.75 of the largest step, one before the weighted smoothing and one after it with the wider
-# offsets. A factor of 1.4 gave 1,191 instead of 1,188 of seeds 0 to 5's 1,200, for ~20 % of the
-# rate; the search on every path left none of seeds 0 to 2's over 1.5x, at 2.35 ms a path (over
-# half the rest's time). Measured again with every later stage in place: 1.3 took seeds 11 to 30
-# from 3,968 to 3,974 of 4,000 (seeds 3 to 10: 1,586 to 1,590 of 1,600) for 10 to 15 % of the rate,
-# and 1.0 (every path) fixed no more, for 17 %: too little for the rate and for the bar's second
-# use (below). In half of the misses left the curve passes near a singularity (least singular value
-# under 0.002 of the greatest) that the follower goes round; path_search's beam over the whole
-# path, 32 to 64 wide, took 8 to 11 of seeds 3 to 10's 14 within 1.5x at 55 to 146 ms a path, too
-# slow for every path.
+# Last on such an arm (but for tighten, below), a path (of SPIKE_MIN_WAYPOINTS or more) whose
+# largest step is still more than CAP_FACTOR times its median step is searched once more with no
+# step above CAP_SHARE of its largest (path_search's narrow search), and the path found, smoothed,
+# is kept where its largest step is smaller: the greedy follower can take the self-motion into a
+# region where the whole path needs larger joint steps than its curve's, which no smoothing gets it
+# out of. On 3,200 random Panda paths (iknet-path-bench seeds 0 to 15), those within 1.5x went from
+# 3,154 to 3,169 (seeds 3 to 15, not looked at while choosing it: 2,562 to 2,573) for ~11 % of the
+# waypoints/s (seeds 0 to 2, interleaved runs; the narrow first rescue search gained 12 %), in
+# place of two searches 4 wide under 0.75 of the largest step, one before the weighted smoothing
+# and one after it with the wider offsets. A factor of 1.4 gave 1,191 instead of 1,188 of seeds 0
+# to 5's 1,200, for ~20 % of the rate; the search on every path left none of seeds 0 to 2's over
+# 1.5x, at 2.35 ms a path (over half the rest's time). Measured again with every later stage in
+# place: 1.3 took seeds 11 to 30 from 3,968 to 3,974 of 4,000 (seeds 3 to 10: 1,586 to 1,590 of
+# 1,600) for 10 to 15 % of the rate, and 1.0 (every path) fixed no more, for 17 %: too little for
+# the rate and for the bar's second use (below). In half of the misses left the curve passes near a
+# singularity (least singular value under 0.002 of the greatest) that the follower goes round;
+# path_search's beam over the whole path, 32 to 64 wide, took 8 to 11 of seeds 3 to 10's 14 within
+# 1.5x at 55 to 146 ms a path, too slow for every path.
 # On an arm with no joints to spare, CAP_FACTOR is also the bar under which a path's largest step
 # no longer stands out, so its other twins are not tried (path_branches).
 CAP_FACTOR = 1.5
 CAP_SHARE = 0.85
-# With tighten=True, a followed path on such an arm is searched once more, whatever its steps,
-# under each of TIGHTEN_SHARES of its largest step in turn (SEARCH_WIDTH wide, the wider
-# offsets) until one links it, and kept, smoothed, where its largest step is smaller: the
-# follower can take the self-motion into a region where every step is larger than its curve's,
-# which the path's own steps do not show (its largest need not stand out from its median: of
-# 3,200 random Panda paths, iknet-path-bench seeds 0 to 15 at follow_path's default tolerance,
-# 11 of the 20 over 1.5 times their curve's largest step were under CAP_FACTOR), so only a
-# search on every path finds it. Those 20 went to 3 (shares 0.8: 5; 0.7 alone: 6; 0.7, 0.85,
-# then 32 wide: 1), and seeds 16 to 19, not looked at while choosing it, from 7 of 800 to none,
-# at 2.4 times the time a path (6.9 -> 16.7 ms, one thread); at iknet-path-bench's tolerance,
-# from 3,180 to 3,198 of seeds 0 to 15's 3,200. Too slow for the default, as the rate is part
-# of the bar.
+# With tighten=True, a path followed to the end on an arm with joints to spare is searched once
+# more, whatever its steps, under each of TIGHTEN_SHARES of its largest step in turn (16 wide,
+# SEARCH_WIDTH, with the wider offsets, where the capped search above is 6 wide under 0.85) until
+# one links it, and kept, smoothed, where its largest step is smaller: the follower can take the
+# self-motion into a region where every step is larger than its curve's, which the path's own steps
+# do not show (its largest need not stand out from its median: of 3,200 random Panda paths,
+# iknet-path-bench seeds 0 to 15 at follow_path's default tolerance, 11 of the 20 over 1.5 times
+# their curve's largest step were under CAP_FACTOR), so only a search on every path finds it. Those
+# 20 went to 3 (shares 0.8: 5; 0.7 alone: 6; 0.7, 0.85, then 32 wide: 1), and seeds 16 to 19, not
+# looked at while choosing it, from 7 of 800 to none, at 2.4 times the time a path (6.9 -> 16.7 ms,
+# one thread); at iknet-path-bench's tolerance, from 3,180 to 3,198 of seeds 0 to 15's 3,200
+# (xArm7, seed 0: 94.5 -> 98.5 % at 2.8 times the time; TIAGo Pro's left arm 96.5 -> 99.0 % at 2.0
+# times). Too slow for the default, as the rate is part of the bar.
 TIGHTEN_SHARES = (0.7, 0.85)
 # Finally, on any arm, each inner waypoint whose larger step is more than MEND_FACTOR times the
 # median step is solved again from the midpoint of its neighbours and kept where its larger step
@@ -271,6 +272,7 @@ def alternative_paths(
     starts: np.ndarray,
     settings: SolverSettings = DEFAULT_SETTINGS,
     max_step: float | None = None,
+    *,
     origin: np.ndarray | None = None,
     tighten: bool = False,
 ) -> list[PathResult]:
@@ -282,7 +284,7 @@ def alternative_paths(
     samples, many) or start_solutions', so one end-effector path gives several joint paths and
     the smoothest comes first. A start that stops where another gets through may come back as
     followed, not rescued (below): the best is what this ranks. tighten: follow_path's, for
-    every start."""
+    the best path alone (followed again from its start), at the cost of about one more path."""
     starts = np.atleast_2d(np.asarray(starts, dtype=np.float64))
     if not len(starts):
         raise ValueError('alternative_paths needs at least one start')
@@ -306,9 +308,7 @@ def alternative_paths(
     # already are, and trying them for every stopped start cost a UR5 two thirds of its best of
     # 8's rate for the same paths.
     results = [
-        follow_path(
-            chain, targets, start, settings, max_step, rescue_where_stopped=False, tighten=tighten
-        )
+        follow_path(chain, targets, start, settings, max_step, rescue_where_stopped=False)
         for start in starts
     ]
 
@@ -318,8 +318,7 @@ def alternative_paths(
         move = 0.0 if origin is None or not result.reached else np.abs(result.joints[0] - origin)
         return result.travel + float(np.sum(move))
 
-    _, _, path_settings = _check_targets(targets, settings)
-    spare = chain.n_joints > path_settings.task_dimensions
+    spare = has_joints_to_spare(chain, targets, settings)
     through = [cost(result) for result in results if result.success]
     best = min(through, default=math.inf)
     rescued = [k for k, result in enumerate(results) if not result.success]
@@ -328,13 +327,30 @@ def alternative_paths(
         cheapest = min(cheaper, key=lambda k: cost(results[k]), default=None)
         rescued = [] if cheapest is None else [cheapest]
     for k in rescued:
-        results[k] = follow_path(chain, targets, starts[k], settings, max_step, tighten=tighten)
+        results[k] = follow_path(chain, targets, starts[k], settings, max_step)
 
-    def rank(result: PathResult) -> tuple[int, float]:
+    def rank(k: int) -> tuple[int, float]:
         """Furthest first, then the least travel."""
-        return -result.reached, cost(result)
+        return -results[k].reached, cost(results[k])
 
-    return sorted(results, key=rank)
+    order = sorted(range(len(results)), key=rank)
+    ranked = [results[k] for k in order]
+    if tighten and spare and ranked[0].success:
+        # The best alone: tightening lowers its largest step, not its rank's reach, and costs
+        # 2 to 3 paths' time; every start's would cost that many times over.
+        best_start = starts[order[0]]
+        ranked[0] = follow_path(chain, targets, best_start, settings, max_step, tighten=True)
+    return ranked
+
+
+def has_joints_to_spare(
+    chain: Chain, targets: np.ndarray, settings: SolverSettings = DEFAULT_SETTINGS
+) -> bool:
+    """Whether the chain has more joints than a path's targets (T, 7) poses or (T, 3) positions
+    constrain under settings: the arms whose self-motion follow_path smooths, searches and
+    tightens."""
+    _, _, path_settings = _check_targets(targets, settings)
+    return chain.n_joints > path_settings.task_dimensions
 
 
 def start_solutions(
@@ -405,9 +421,9 @@ def follow_path(
     mending of single waypoints and short runs off their neighbours (MEND_FACTOR, MEND_RUN);
     0: the waypoints as followed, neither smoothed nor searched nor taken on a twin nor mended
     (a stopped path on an arm with joints to spare is still followed again and searched);
-    tighten: on an arm with joints to spare, also search the self-motion of every followed path
-    for a lower largest step (TIGHTEN_SHARES): fewer paths with steps larger than they need, in
-    about 2.4 times the time;
+    tighten (with smoothing_passes > 0): on an arm with joints to spare, also search the
+    self-motion of a path followed to the end for a lower largest step (TIGHTEN_SHARES): fewer
+    paths with steps larger than they need, in 2 to 3 times the time (the Panda: 2.4);
     rescue_where_stopped=False: a path that stops is neither taken on a twin, nor followed
     again, nor searched (the twins still serve a step that stands out): alternative_paths,
     whose other starts may get through. ValueError naming the problem for an empty path,
