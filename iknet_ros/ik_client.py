@@ -4,7 +4,8 @@ The reference IKNet's inference script, done right: the server solves (and check
 prints every solution with its error, and `--move` sends the arm through the server's
 goal_task_space_path so the move is seeded with the arm's current joints. `--line A:B` or
 `--circle C:r` asks for a path instead (the server's solve_path, from the solution of its first
-waypoint nearest the arm's joints), `--move` then moves the arm along it and `--plot` draws it.
+waypoint nearest the arm's joints), `--move` then moves the arm along it and `--plot` draws it;
+`--alternatives M` and `--tighten` ask for the best of more starts and for smaller joint steps.
 Exit code 0 on success.
 """
 
