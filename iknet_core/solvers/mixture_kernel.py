@@ -167,17 +167,20 @@ def _draw(
 ):  # fmt: skip
     """One joint of one sample from its head's output raw (3M,) less its bias: the value (rad),
     and its log density under the mixture where likelihood is asked for (else 0), as
-    MixtureIKNet.components and sample."""
-    logits = raw[:m] + bias[:m]
-    heaviest = logits.max()
-    log_total = heaviest + math.log(np.exp(logits - heaviest).sum())
+    MixtureIKNet.components and sample. Loops over the M components, no temporary arrays:
+    called once per joint and sample, those cost 40 % of its time (7,000 draws: 4.2 -> 2.5 ms;
+    1,000 samples of a Panda pose 26.4-27.0 -> 22.7-25.0 ms, one thread, runs in turns)."""
+    heaviest = -np.inf
+    for c in range(m):
+        heaviest = max(heaviest, raw[c] + bias[c])
     best, pick = -np.inf, 0
     for c in range(m):
+        logit = raw[c] + bias[c]
         if component_temperature > 0.0:
             gumbel = -math.log(-math.log(max(uniform[c], 1e-12)))
-            score = (logits[c] - heaviest) / component_temperature + gumbel
+            score = (logit - heaviest) / component_temperature + gumbel
         else:
-            score = logits[c]
+            score = logit
         if score > best:
             best, pick = score, c
     mean = center + half_range * math.tanh(raw[m + pick] + bias[m + pick])
@@ -186,15 +189,21 @@ def _draw(
     value = mean + temperature * math.exp(log_std) * normal
     if not likelihood:
         return value, 0.0
-    terms = np.empty(m)
+    weights = terms = 0.0  # sums of exp(logit - heaviest) and exp(term - top), one pass
+    top = -np.inf
     for c in range(m):
+        weights += math.exp(raw[c] + bias[c] - heaviest)
         log_std_c = min(max(raw[2 * m + c] + bias[2 * m + c], log_std_bounds[0]),
                         log_std_bounds[1])  # fmt: skip
-        mean_c = center + half_range * math.tanh(raw[m + c] + bias[m + c])
-        z = (value - mean_c) * math.exp(-log_std_c)
-        terms[c] = logits[c] - log_total - 0.5 * z * z - log_std_c - HALF_LOG_TWO_PI
-    top = terms.max()
-    return value, top + math.log(np.exp(terms - top).sum())
+        z = (value - (center + half_range * math.tanh(raw[m + c] + bias[m + c]))) * math.exp(
+            -log_std_c
+        )
+        term = raw[c] + bias[c] - 0.5 * z * z - log_std_c  # c's log weight and density, unscaled
+        if term > top:
+            terms, top = terms * math.exp(top - term) + 1.0, term
+        else:
+            terms += math.exp(term - top)
+    return value, top + math.log(terms) - heaviest - math.log(weights) - HALF_LOG_TWO_PI
 
 
 @numba.njit(cache=True)
