@@ -191,6 +191,22 @@ def test_the_twin_nearest_the_seed_wins_however_the_distance_rounds():
             assert np.linalg.norm(best.joints[0] - seed) == pytest.approx(nearest, abs=1e-9)
 
 
+def test_several_solutions_are_other_arm_poses_before_whole_turn_twins():
+    """An arm whose joints turn whole turns has 2 ** 4 twins of each pose inside these limits:
+    asked for several solutions, the other candidate comes second, not a twin of the first
+    (the best's twins filled the answer on a Kinova Jaco2: 8 asked for, one arm pose)."""
+    policy = BranchPolicy(TURNING_CHAIN, SolverSettings(tolerance=EXACT))
+    joints = np.array([[2.0, 1.5, -1.5, 2.5], [-2.0, 1.2, 1.3, -2.2]])
+    position_errors = np.array([1e-12, 1e-10])  # the first candidate ranks first
+    for seed in (None, joints[0] + 0.01):
+        solutions = policy.select(joints, position_errors, np.zeros(2), seed=seed, max_solutions=2)
+        arms = (solutions.joints + math.pi) % (2 * math.pi) - math.pi
+        assert np.allclose(arms, joints, atol=1e-12)
+        every = policy.select(joints, position_errors, np.zeros(2), seed=seed, max_solutions=64)
+        assert len(every) == 32 and every.within_limits.all() and every.meets_tolerance.all()
+        assert np.array_equal(every.joints[:2], solutions.joints)
+
+
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
     joints = np.array([[0.1, 0.2, 1.45, 0.0], [0.1, 0.2, 1.46, 0.0]])  # joint3 beyond 1.4
     solutions = POLICY.select(joints, np.zeros(2), np.zeros(2), max_solutions=2)

@@ -245,7 +245,7 @@ def _describe(
     candidate, source, position_error, orientation_error, reachable, bounds, full_turn, settings,
     seed, has_seed, flags, keys,
 ):  # fmt: skip
-    """Fill flags (2,) = (inside limits, meets tolerance) and keys[:6] of one candidate (n,),
+    """Fill flags (2,) = (inside limits, meets tolerance) and keys[:7] of one candidate (n,),
     a whole-turn variant of source (n,)."""
     inside = True
     distance = travel = 0.0
@@ -275,9 +275,10 @@ def _describe(
     # pose does (the network's best guess, the nearest reachable compromise).
     keys[2] = (0.0 if inside else 1.0) if meets else error
     outside = 0.0 if inside else 1.0
-    keys[3] = math.sqrt(distance) if near else (error if meets else outside)
-    keys[4] = math.sqrt(travel) if near else error
-    keys[5] = error
+    keys[3] = 0.0  # a twin of a better variant of the same candidate: _rank's
+    keys[4] = math.sqrt(distance) if near else (error if meets else outside)
+    keys[5] = math.sqrt(travel) if near else error
+    keys[6] = error
 
 
 @njit(cache=True)
@@ -303,13 +304,14 @@ def _rank(
     tolerance). Fills candidates with the turn variants (unshifted ones always, shifted ones
     when within reach; for one solution only each candidate's best variant, so (k, n) is
     enough), sources with the joints row each came from, flags (.., 2) with (inside limits,
-    meets tolerance), and chosen with candidate rows, best first.
+    meets tolerance), and chosen with candidate rows, best first (each candidate's whole-turn
+    twins after the other candidates: _rank_twins_after).
     """
     k, n = joints.shape
     every_variant = chosen.shape[0] > 1
-    # Keys, compared in order: outside reach, misses, outside limits, primary, secondary, error,
-    # the shift's place (so both ways of filling rank ties alike).
-    keys = np.empty((k * shifts.shape[0] if every_variant else k, 7))
+    # Keys, compared in order: outside reach, misses, outside limits, a twin, primary,
+    # secondary, error, the shift's place (so both ways of filling rank ties alike).
+    keys = np.empty((k * shifts.shape[0] if every_variant else k, 8))
     shift = np.empty(n)
     count = 0
     for s in range(shifts.shape[0] if every_variant else 1):
@@ -346,9 +348,11 @@ def _rank(
                 flags[count],
                 keys[count],
             )
-            keys[count, 6] = _shift_order(shift, n)
+            keys[count, 7] = _shift_order(shift, n)
             sources[count] = i
             count += 1
+    if every_variant:
+        _rank_twins_after(keys, sources, count, k)
     # Best first by selection, not a full sort: one pass per pick, and ties keep the order
     # above (unshifted first). A UR5's six whole-turn joints give 729 variants per candidate.
     duplicate = settings.duplicate_tolerance
@@ -378,6 +382,23 @@ def _rank(
             chosen[filled] = row
             filled += 1
     return filled
+
+
+@njit(cache=True)
+def _rank_twins_after(keys, sources, count, k):
+    """Mark (keys[:, 3] = 1) every whole-turn variant of a candidate but its best: the same arm
+    pose with joints turned whole turns, which comes after each other candidate's best (the
+    limits and the tolerance still first). Asked for several solutions, an arm with several
+    joints that turn whole turns otherwise got its best pose's 2 ** joints twins (a Kinova
+    Jaco2's three: 8 asked for, one arm pose)."""
+    best = np.full(k, -1, dtype=np.int64)
+    for c in range(count):
+        i = sources[c]
+        if best[i] < 0 or _before(keys, c, best[i]):
+            best[i] = c
+    for c in range(count):
+        if best[sources[c]] != c:
+            keys[c, 3] = 1.0
 
 
 @njit(cache=True)
