@@ -6,13 +6,14 @@ goal_task_space_path so the move is seeded with the arm's current joints. `--lin
 `--circle C:r` asks for a path instead (the server's solve_path, from the solution of its first
 waypoint nearest the arm's joints), `--move` then moves the arm along it and `--plot` draws it;
 `--alternatives M` and `--tighten` ask for the best of more starts and for smaller joint steps.
-Exit code 0 on success.
+Without --pitch or a quaternion the position alone is asked for. Exit code 0 on success.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,10 @@ from iknet_ros.service_calls import call_with_resend, spin_until
 
 # A joint this close (rad) to its goal has arrived (the simulator quantizes to 4096 ticks a turn).
 ARRIVED_RAD = 0.01
+# A path's first waypoint is solved seeded with the arm's /joint_states; where DDS shows no
+# publisher of it within this many seconds (no arm running), without a seed rather than after
+# --timeout. Discovery on one machine takes well under a second, several on a busy one.
+JOINT_STATES_DISCOVERY_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for axis in 'xyz':
         parser.add_argument(
-            f'--{axis}', type=float, help=f'target {axis} (m), with --pitch or --qx --qy --qz --qw'
+            f'--{axis}',
+            type=float,
+            help=f'target {axis} (m); the position alone (SolveIK.position_only) unless '
+            '--pitch or --qx --qy --qz --qw is given',
         )
     parser.add_argument(
         '--line',
@@ -83,13 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help='instead of a quaternion: tool pitch (rad, positive points down), facing the target',
     )
-    parser.add_argument('--frame', default='world', help='frame of the target pose')
+    parser.add_argument(
+        '--frame', default='', help="frame of the target pose; '' = the server's base frame"
+    )
     parser.add_argument('--solutions', type=int, default=4, help='how many solutions to ask for')
     parser.add_argument(
         '--refine',
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help='refine the network guess numerically',
+        default=None,
+        help='refine the network guess numerically (default: yes, but for --solver network, '
+        "whose answer is the network's own)",
     )
     parser.add_argument(
         '--solver',
@@ -125,17 +136,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                 parser.error(f'--{flag} is for --line or --circle')
         if None in (args.x, args.y, args.z):
             parser.error('give --x --y --z, or --line or --circle')
-        if args.pitch is None and not all(given):
-            parser.error('give --qx --qy --qz --qw (all four) or --pitch')
+        if args.move and args.pitch is None and not all(given):
+            parser.error('--move needs --pitch or a quaternion: the arm is sent to a whole pose')
     elif args.steps < 2:
         parser.error(f'--steps must be at least 2, got {args.steps}')
     elif not 0 <= args.alternatives <= MAX_ALTERNATIVES:
         parser.error(f'--alternatives must be 0 to {MAX_ALTERNATIVES}, got {args.alternatives}')
-    elif args.move and args.pitch is None and not all(given):
+    elif args.move and args.pitch is None and not all(given):  # its start is a whole pose
         parser.error(
             f'--{path_name(args)} --move needs --pitch or a quaternion, to send the arm to its '
             'start'
         )
+    if args.refine is None:
+        args.refine = args.solver != 'network'
     return args
 
 
@@ -170,9 +183,11 @@ def parse_line(text: str) -> np.ndarray:
     return ends
 
 
-def target_quaternion(args: argparse.Namespace) -> list[float]:
+def target_quaternion(args: argparse.Namespace) -> list[float] | None:
+    """The target orientation as a quaternion, or None for a position alone."""
     if args.pitch is None:
-        return [args.qx, args.qy, args.qz, args.qw]
+        given = [args.qx, args.qy, args.qz, args.qw]
+        return None if None in given else given
     rotation = OmxAnalyticIK(OMX_CHAIN).pointing_rotation(
         np.array([args.x, args.y, args.z]), args.pitch
     )
@@ -197,20 +212,26 @@ def call(node: Node, client, request, timeout_s: float, resend_after_s: float):
     return answer.response
 
 
-def solve(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
+def solve(node: Node, args: argparse.Namespace, quaternion: list[float] | None) -> bool:
+    """Ask ~/solve_ik for the target (the position alone where quaternion is None)."""
     from iknet.srv import SolveIK
 
-    request = SolveIK.Request(max_solutions=args.solutions, refine=args.refine, solver=args.solver)
+    request = SolveIK.Request(
+        max_solutions=args.solutions, refine=args.refine, solver=args.solver,
+        position_only=quaternion is None,
+    )  # fmt: skip
     request.target.header.frame_id = args.frame
     position = request.target.pose.position
     position.x, position.y, position.z = args.x, args.y, args.z
     orientation = request.target.pose.orientation
-    orientation.x, orientation.y, orientation.z, orientation.w = quaternion
+    if quaternion is not None:
+        orientation.x, orientation.y, orientation.z, orientation.w = quaternion
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     response = call(node, client, request, args.timeout, resend_after_s=1.0)
     if response is None:
         return False
-    print(f'target: position {[args.x, args.y, args.z]} m, quaternion {np.round(quaternion, 6)}')
+    aim = 'any orientation' if quaternion is None else f'quaternion {np.round(quaternion, 6)}'
+    print(f'target: position {[args.x, args.y, args.z]} m, {aim}')
     print(f'{"success" if response.success else "FAILED"}: {response.message}')
     if response.solutions:
         print('joint positions in rad (m for a prismatic joint), as in sensor_msgs/JointState:')
@@ -244,9 +265,9 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     response = call(node, client, request, args.timeout + args.path_time, resend_after_s=5.0)
     if response is None:
         return False
-    print(
-        f'move: {"planned" if response.is_planned else "REFUSED"} (path_time {args.path_time} s)'
-    )
+    # SetKinematicsPose carries no reason; the server logs it.
+    outcome = 'planned' if response.is_planned else "REFUSED (the IK server's log says why)"
+    print(f'move: {outcome} (path_time {args.path_time} s)')
     return bool(response.is_planned)
 
 
@@ -282,9 +303,18 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     request = SolveIK.Request(max_solutions=1, refine=True, position_only=path.shape[1] == 3)
     request.target.header.frame_id = args.frame
     request.target.pose = first
-    present = joint_state(node, args.timeout)  # the seed: the first waypoint on the arm's branch
+    # The seed, so the first waypoint is on the arm's branch; a move waits for it whatever.
+    discovery_s = None if args.move else JOINT_STATES_DISCOVERY_S
+    present = joint_state(node, args.timeout, no_publisher_after_s=discovery_s)
     if present is not None:
         request.seed = present
+    else:
+        why = (
+            'no publisher of /joint_states'
+            if node.count_publishers('/joint_states') == 0
+            else f'no /joint_states within {args.timeout} s'
+        )
+        print(f"note: {why}: the first waypoint is solved without the arm's joints")
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     refused = answer is not None and not answer.success and answer.message.startswith('seed ')
@@ -327,17 +357,34 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     return bool(response.success and (response.executed or not args.move))
 
 
-def joint_state(node: Node, timeout_s: float, until=lambda state: True):
+def joint_state(
+    node: Node,
+    timeout_s: float,
+    until=lambda state: True,
+    no_publisher_after_s: float | None = None,
+):
     """The arm's latest /joint_states message once until(message) holds, or None when that does
-    not happen within timeout_s (one subscription for the whole wait)."""
+    not happen within timeout_s, or when no_publisher_after_s pass with no publisher of the
+    topic discovered (one subscription for the whole wait)."""
     from sensor_msgs.msg import JointState
 
     latest: list[JointState] = []
     subscription = node.create_subscription(JointState, '/joint_states', latest.append, 10)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    started = time.monotonic()
+
+    def ended() -> bool:
+        if latest and until(latest[-1]):
+            return True
+        return (
+            no_publisher_after_s is not None
+            and time.monotonic() - started > no_publisher_after_s
+            and node.count_publishers('/joint_states') == 0
+        )
+
     try:
-        done = spin_until(executor, lambda: bool(latest) and until(latest[-1]), timeout_s)
+        done = spin_until(executor, ended, timeout_s) and bool(latest) and until(latest[-1])
     finally:
         executor.remove_node(node)
         executor.shutdown()

@@ -50,6 +50,10 @@ def test_bad_arguments_are_refused_before_any_call(ros_env, tmp_path):
     result = run_client(ros_env, *pose, '--solutions', '-1')
     assert result.returncode == 2
     assert '--solutions must be at least 1, got -1' in result.stderr
+    position = ('--x', '0.2', '--y', '0', '--z', '0.1')
+    result = run_client(ros_env, *position, '--move')
+    assert result.returncode == 2
+    assert '--move needs --pitch or a quaternion' in result.stderr
     result = run_client(ros_env, *pose, '--move', '--path-time', '-1')
     assert result.returncode == 2
     assert '--path-time must be > 0 s, got -1.0' in result.stderr
@@ -72,6 +76,24 @@ def test_analytic_solver_is_chosen_per_request(server, ros_env):
                         '--solver', 'analytic')  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'success: analytic:' in result.stdout
+
+
+def test_a_position_alone_is_asked_for_without_an_orientation(server, ros_env):
+    result = run_client(ros_env, '--x', '0.2', '--y', '0.05', '--z', '0.1', '--solutions', '2')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'any orientation' in result.stdout and 'success' in result.stdout
+    errors = re.findall(r'position error (\S+) mm', result.stdout)
+    assert errors and max(float(error) for error in errors) <= 0.001
+
+
+def test_without_an_arm_a_path_is_solved_without_waiting_for_joint_states(processes, ros_env):
+    """No /joint_states publisher (a server alone, no arm): the first waypoint is solved
+    without a seed once discovery shows none, not after --timeout."""
+    processes.start(executable('ik_server'), '--ros-args', '-p', 'device:=cpu')
+    result = run_client(ros_env, '--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '20')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'note: no publisher of /joint_states' in result.stdout
+    assert 'line of 20 waypoints: success' in result.stdout
 
 
 def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
@@ -216,3 +238,13 @@ def test_the_shipped_panda_model_serves_many_solutions_of_one_pose(
     assert len(solutions) >= 150, result.stdout
     assert max(float(error) for error in solutions) <= 0.01
     assert 'outside software limits' not in result.stdout
+
+
+def test_the_network_solver_is_asked_unrefined_unless_refine_is_given():
+    from iknet_ros.ik_client import parse_args
+
+    pose = ['--x', '0.2', '--y', '0', '--z', '0.1']
+    assert parse_args([*pose, '--solver', 'network']).refine is False
+    assert parse_args([*pose, '--solver', 'network', '--refine']).refine is True
+    assert parse_args(pose).refine is True
+    assert parse_args([*pose, '--no-refine']).refine is False
