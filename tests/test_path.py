@@ -921,6 +921,36 @@ def test_alternative_paths_leave_a_stopped_start_with_more_travel_than_the_best(
     assert ranked[0].success and ranked[1].failed_at == 59
 
 
+def test_alternative_paths_rescue_stopped_starts_where_every_path_through_jumps():
+    """A Kinova Jaco2 path (example-robot-data's anymal-kinova; seed 0, path 13 of 20): the
+    three starts that get through unrescued all turn the wrist 1.21 rad in one step, 10 times
+    the curve's largest; the curve's own start, rescued (its twin near the singularity), gets
+    through with none, and comes first."""
+    from iknet_core.kinematics.robots import example_robots_dir
+    from iknet_core.kinematics.urdf import chain_from_urdf
+    from iknet_core.solvers.path import joint_steps
+    from iknet_core.solvers.result import Tolerance
+
+    robots = example_robots_dir()
+    if robots is None:
+        pytest.skip('example-robot-data is not installed')
+    urdf = robots / 'anymal_b_simple_description' / 'robots' / 'anymal-kinova.urdf'
+    kinova = chain_from_urdf(urdf, 'j2s6s200_link_base', 'j2s6s200_end_effector')
+    curve = smooth_joint_paths(kinova, count=20, waypoints=100, seed=0)[13]
+    targets = pose_from_joints(kinova, curve)
+    settings = SolverSettings(tolerance=Tolerance(1e-5, 1e-4))  # iknet-path-bench's
+    others = start_solutions(kinova, targets[0], 7, settings, seed=13, avoid=curve[0])
+    starts = np.concatenate([curve[:1], others])
+    unrescued = [
+        follow_path(kinova, targets, q, settings, rescue_where_stopped=False) for q in starts
+    ]
+    through = [result for result in unrescued if result.success]
+    curve_step = joint_steps(curve).max()
+    assert through and all(joint_steps(r.joints).max() > 8 * curve_step for r in through)
+    best = alternative_paths(kinova, targets, starts, settings, origin=curve[0])[0]
+    assert_followed_within_the_step_bar(kinova, best, curve)
+
+
 def test_the_twins_of_a_path_near_a_singularity_are_exact_and_within_a_step():
     from iknet_core.solvers import kernels
     from iknet_core.solvers.path_branches import other_branches

@@ -277,7 +277,8 @@ def alternative_paths(
     tighten: bool = False,
 ) -> list[PathResult]:
     """follow_path from each of several start joints (M, n) rad, best first: paths followed to
-    the end, then the ones that got furthest, and among equals the least joint travel; with
+    the end, then the ones that got furthest, then those with no step standing out like a jump
+    (JUMP_FACTOR times the path's median), and among equals the least joint travel; with
     origin (n,) rad, the joints the arm is at, the move from there to a path's first waypoint
     counts in its travel. The starts are different solutions of the first waypoint: a
     solver's distinct solutions of it (`solve(..., max_solutions=M)`; with a mixture model's
@@ -318,20 +319,29 @@ def alternative_paths(
         move = 0.0 if origin is None or not result.reached else np.abs(result.joints[0] - origin)
         return result.travel + float(np.sum(move))
 
+    def jerky(result: PathResult) -> bool:
+        """Followed to the end with a step standing out like a jump (JUMP_FACTOR)."""
+        return result.success and _stands_out(result.joints, JUMP_FACTOR)
+
     spare = has_joints_to_spare(chain, targets, settings)
     through = [cost(result) for result in results if result.success]
     best = min(through, default=math.inf)
     rescued = [k for k, result in enumerate(results) if not result.success]
-    if through:  # else every stopped start is rescued: one must get through if any can
+    # Else every stopped start is rescued: one must get through if any can, and without a jump
+    # if any can (a Kinova Jaco2 path whose three starts that got through all turned the wrist
+    # 1.21 rad in one step, 10 times the curve's largest, where its own start, taken on its
+    # twin near the singularity, went through with none).
+    if any(result.success and not jerky(result) for result in results):
         cheaper = [k for k in rescued if cost(results[k]) < best] if spare else []
         cheapest = min(cheaper, key=lambda k: cost(results[k]), default=None)
         rescued = [] if cheapest is None else [cheapest]
     for k in rescued:
         results[k] = follow_path(chain, targets, starts[k], settings, max_step)
 
-    def rank(k: int) -> tuple[int, float]:
-        """Furthest first, then the least travel."""
-        return -results[k].reached, cost(results[k])
+    def rank(k: int) -> tuple[int, bool, float]:
+        """Furthest first, then those with no step standing out like a jump, then the least
+        travel."""
+        return -results[k].reached, jerky(results[k]), cost(results[k])
 
     order = sorted(range(len(results)), key=rank)
     ranked = [results[k] for k in order]
