@@ -489,3 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             node.destroy_node()
             rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -11,6 +11,7 @@ Services (relative to the node name):
 
 from __future__ import annotations
 
+import sys
 import time
 import traceback
 from dataclasses import replace
@@ -496,3 +497,7 @@ def main(args: list[str] | None = None) -> int:
         rclpy.logging.get_logger('ik_server').fatal(str(error))
         return 1
     return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
