@@ -67,7 +67,10 @@ def joint_state_record(
     chain_joints: Sequence[str],
     expected_names: tuple[str, ...] | None,
 ) -> JointRecord:
-    """Row of joint_states.csv; empty velocity or effort arrays leave their columns empty."""
+    """Row of joint_states.csv; empty velocity or effort arrays leave their columns empty, and
+    so does any value that is NaN or inf but a chain joint's position: ros2_control's
+    joint_state_broadcaster publishes NaN for an interface a joint lacks (an arm without effort
+    sensing: every message), and a gripper's values are not the chain's."""
     names = tuple(message.name)
     n = len(names)
     if n == 0 or len(set(names)) != n:
@@ -81,19 +84,23 @@ def joint_state_record(
         if len(values) not in (0, n):
             raise BadMessageError('wrong_length', f'{len(values)} {label} values for {n} names')
         blocks.append(values)
-    for label, values in zip(('position', 'velocity', 'effort'), blocks, strict=True):
-        _finite(label, values)
     missing = [name for name in chain_joints if name not in names]
     if missing:
         raise BadMessageError('missing_joints', f'{missing} not in {list(names)}')
+    chain_positions = np.array([position[names.index(name)] for name in chain_joints])
+    _finite(f'the position of {list(chain_joints)}', chain_positions.tolist())
     if expected_names is not None and names != expected_names:
         raise BadMessageError('joint_names_changed', f'{list(names)} after {list(expected_names)}')
     stamp = message_stamp_ns(message, receipt_ns)
     fields = [*stamp_fields(stamp), message.header.frame_id, *names]
     for values in blocks:
-        fields += [format_value(float(v)) for v in values] if values else [''] * n
-    chain_positions = np.array([position[names.index(name)] for name in chain_joints])
+        fields += [_field(v) for v in values] if values else [''] * n
     return JointRecord(stamp, fields, names, chain_positions)
+
+
+def _field(value: float) -> str:
+    """A joint state value as CSV text; NaN or inf (no such value) as an empty field."""
+    return format_value(float(value)) if math.isfinite(value) else ''
 
 
 def kinematics_pose_values(message: Any) -> list[float]:

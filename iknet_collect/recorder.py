@@ -279,11 +279,18 @@ class Recorder(Node):
                 self.fail(error)
                 status = 'failed'
         if self.joint_writer is None:
-            self.get_logger().warning(f'no joint state arrived on {self.joint_stats.topic}')
+            skipped = dict(self.joint_stats.skipped)
+            self.get_logger().warning(
+                f'no joint state written from {self.joint_stats.topic}: '
+                + (f'every one was skipped {skipped}' if skipped else 'none arrived')
+            )
         try:
             self.write_metadata(status)
         except RecordingError as error:
+            # The last write: said here, as fail() is silent once the recording is done.
+            self.get_logger().error(f'the recording is not marked finished: {error}')
             self.fail(error)
+            status = 'failed'
         self.get_logger().info(
             f'{status} ({self.stop_reason}): {self.joint_stats.written} joint states, '
             f'{self.pose_stats.written} poses in {self.directory}; skipped joint states '

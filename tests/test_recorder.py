@@ -78,10 +78,22 @@ def test_joint_state_rows_follow_the_message_and_empty_arrays_leave_empty_column
     assert len(joint_state_record(three, 1, OMX_CHAIN.joint_names, None).row) == 3 + 4 * 4
 
 
+def test_nan_beyond_the_chains_positions_is_an_empty_field_not_a_skipped_message():
+    """ros2_control's joint_state_broadcaster sends NaN for interfaces a joint lacks (efforts on
+    most arms), a gripper may too: those values are left empty, the chain's positions kept."""
+    message = _joint_state(velocity=[0.0, 0.5, math.nan, 0.0, math.inf], effort=[math.nan] * 5)
+    message.position[4] = math.nan  # the gripper's, not the chain's
+    record = joint_state_record(message, 0, OMX_CHAIN.joint_names, None)
+    assert record.row[8:13] == ['0.1', '0.2', '0.3', '0.4', '']
+    assert record.row[13:18] == ['0.0', '0.5', '', '0.0', '']
+    assert record.row[18:] == [''] * 5
+    np.testing.assert_array_equal(record.chain_positions, [0.1, 0.2, 0.3, 0.4])
+
+
 @pytest.mark.parametrize(
     ('message', 'reason'),
     [
-        (_joint_state(velocity=[math.nan] * 5), 'not_finite'),
+        (JointState(name=NAMES, position=[0.1, math.nan, 0.3, 0.4, 0.0]), 'not_finite'),
         (_joint_state(effort=[0.0] * 3), 'wrong_length'),
         (JointState(name=NAMES, position=[0.0] * 4), 'wrong_length'),
         (JointState(name=['joint1', 'gripper'], position=[0.0, 0.0]), 'missing_joints'),
