@@ -88,6 +88,30 @@ def is_bag(path: Path | str) -> bool:
     return path.is_file() and path.suffix in BAG_SUFFIXES
 
 
+def bags_below(folder: Path | str) -> list[Path]:
+    """The rosbag2 bags in a folder or below it: bag directories, and .mcap / .db3 files that
+    are not part of one (a folder of `ros2 bag record` runs, beside CSV recordings or not)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    directories = sorted({metadata.parent for metadata in folder.rglob('metadata.yaml')})
+    files = sorted(
+        path
+        for suffix in BAG_SUFFIXES
+        for path in folder.rglob(f'*{suffix}')
+        if path.is_file() and not any(d == path.parent or d in path.parents for d in directories)
+    )
+    return [*directories, *files]
+
+
+def bag_identity(bag: Path | str) -> Path:
+    """The bag a path names, resolved: a bag file inside a bag directory is that directory."""
+    path = Path(bag).resolve()
+    if path.is_file() and (path.parent / 'metadata.yaml').is_file():
+        return path.parent
+    return path
+
+
 def load_bag(bag: Path | str, chain: Chain, tolerance_s: float = DEFAULT_TOLERANCE_S) -> Recording:
     """The bag's poses paired by stamp with the chain's joints, as load_recording gives them."""
     with tempfile.TemporaryDirectory(prefix='iknet-bag-') as directory:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import glob
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
-from iknet_train.bags import is_bag, load_bag
+from iknet_train.bags import bag_identity, bags_below, is_bag, load_bag
 from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
@@ -169,15 +171,36 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
         )
     pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
     entries = expand_globs(args.data or [])
-    bags = [entry for entry in entries if is_bag(entry)]
+    bags = [Path(entry) for entry in entries if is_bag(entry)]
+    folders = [entry for entry in entries if not is_bag(entry)]
     if args.data is None and not pairs:
         pairs = find_recordings([shipped(default)])
-    elif args.data:
-        pairs += find_recordings([entry for entry in entries if entry not in bags])
+    for folder in folders:  # recordings, bags, or both in it or below
+        inside = bags_below(folder)
+        pairs += find_recordings([folder], none_below_ok=bool(inside))
+        bags += inside
     tolerance_s = args.tolerance_ms * 1e-3
-    return load_recordings(pairs, chain, tolerance_s) + [
-        load_bag(bag, chain, tolerance_s) for bag in bags
+    return load_recordings(_once(pairs, _pair_identity), chain, tolerance_s) + [
+        load_bag(bag, chain, tolerance_s) for bag in _once(bags, bag_identity)
     ]
+
+
+def _pair_identity(pair: tuple[Path | str, Path | str]) -> tuple[Path, Path]:
+    return Path(pair[0]).resolve(), Path(pair[1]).resolve()
+
+
+def _once(items: list, identity: Callable[[Any], Any]) -> list:
+    """items in order, each read once: a recording named twice (a folder and a glob, a bag
+    and its file) would put the same samples on both sides of the validation split."""
+    seen, unique = set(), []
+    for item in items:
+        key = identity(item)
+        if key in seen:
+            logger.warning('%s is named twice: read once', item)
+            continue
+        seen.add(key)
+        unique.append(item)
+    return unique
 
 
 def expand_globs(entries: list[str]) -> list[str]:

@@ -72,8 +72,11 @@ class Recording:
         return len(self.stamps)
 
 
-def find_recordings(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
-    """(kinematics_pose.csv, joint_states.csv) pairs in directories or globs of directories."""
+def find_recordings(
+    paths: Sequence[str | Path], *, none_below_ok: bool = False
+) -> list[tuple[Path, Path]]:
+    """(kinematics_pose.csv, joint_states.csv) pairs in directories or globs of directories;
+    none_below_ok: a directory without any is no error (it holds bags, for the caller)."""
     pairs: list[tuple[Path, Path]] = []
     for entry in paths:
         text = str(entry)
@@ -89,8 +92,10 @@ def find_recordings(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
                     '--kinematics-pose-csv and --joint-states-csv'
                 )
             found = sorted(match.rglob(KINEMATICS_POSE_FILE))
-            if not found:
-                raise FileNotFoundError(f'{match}: no {KINEMATICS_POSE_FILE} in it or below')
+            if not found and not none_below_ok:
+                raise FileNotFoundError(
+                    f'{match}: no {KINEMATICS_POSE_FILE} and no rosbag2 bag in it or below'
+                )
             for pose_csv in found:
                 joint_csv = pose_csv.with_name(JOINT_STATES_FILE)
                 if not joint_csv.is_file():

@@ -292,3 +292,25 @@ def test_a_bag_never_overwrites_a_recording_and_globs_find_bags(tmp_path, joints
     )  # fmt: skip
     (recording,) = recordings_from_args(flags, OMX_CHAIN, tmp_path)
     assert recording.source == str(bag) and len(recording) == COUNT
+
+
+def test_a_folder_gives_its_bags_and_recordings_and_each_is_read_once(tmp_path, joints, caplog):
+    from argparse import Namespace
+
+    from iknet_train.cli import recordings_from_args
+
+    bag = write_bag(tmp_path / 'runs' / 'bag_a', joints, StoragePlugin.MCAP)
+    loose = write_bag(tmp_path / 'bag_b', joints, StoragePlugin.SQLITE3)
+    (loose_file,) = loose.glob('*.db3')
+    (tmp_path / 'runs' / 'b.db3').write_bytes(loose_file.read_bytes())  # a bag file alone
+    assert convert_main([str(bag), str(tmp_path / 'runs' / 'csv')]) == 0
+    (bag_file,) = bag.glob('*.mcap')
+    flags = Namespace(
+        kinematics_pose_csv=[], joint_states_csv=[], tolerance_ms=2.0,
+        data=[str(tmp_path / 'runs'), str(bag), str(bag_file)],
+    )  # fmt: skip
+    recordings = recordings_from_args(flags, OMX_CHAIN, tmp_path)
+    sources = sorted(Path(recording.source).name for recording in recordings)
+    assert sources == ['b.db3', 'bag_a', 'csv']
+    assert all(len(recording) == COUNT for recording in recordings)
+    assert 'is named twice: read once' in caplog.text
