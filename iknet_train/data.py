@@ -42,6 +42,7 @@ from iknet_core.csv_schema import (
     joint_count_from_columns,
 )
 from iknet_core.kinematics.chain import Chain, chain_difference
+from iknet_core.kinematics.fk import pose_from_joints
 from iknet_core.solvers.policy import into_reach
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOLERANCE_S = 0.002
 # Recorded quaternions are unit length to float precision; anything further off is not a pose.
 QUATERNION_NORM_TOLERANCE = 1e-3
+# Recorded positions whose median distance from FK of the recorded joints is over this share of
+# the arm's stretched length are not of this arm as described: degrees for radians, millimetres
+# for metres, joints named in the wrong order, another tip frame. A warning says so; an arm that
+# deviates from its description by a few per cent (the fine-tuning case) stays below it.
+FK_MISMATCH_SHARE = 0.1
 # Enough of a file's end to hold its last two lines (a joint_states line is well under 1 KiB).
 _TAIL_BYTES = 1 << 16
 
@@ -159,6 +165,7 @@ def load_recording(
         len(joint_stamps),
         tolerance_s * 1e3,
     )
+    _warn_if_another_arm(recording, chain)
     if (moved := int((joints != recorded).any(1).sum())) > 0:
         logger.info(
             '%s: took %d joint states whole turns back into the reach of the joints that turn '
@@ -166,6 +173,23 @@ def load_recording(
             recording.source, moved,
         )  # fmt: skip
     return recording
+
+
+def _warn_if_another_arm(recording: Recording, chain: Chain) -> None:
+    """Warn where FK of the recorded joints misses the recorded positions by more than
+    FK_MISMATCH_SHARE of the arm's length (median): the data would train a model of nothing."""
+    if not len(recording):
+        return
+    reached = pose_from_joints(chain, recording.joints)[:, :3]
+    median = float(np.median(np.linalg.norm(reached - recording.poses[:, :3], axis=-1)))
+    if median > FK_MISMATCH_SHARE * chain.stretched_length:
+        logger.warning(
+            '%s: FK of the recorded joints on %s misses the recorded positions by %.1f mm '
+            '(median; the arm is %.0f mm stretched): is it this arm, are the joints in rad (m '
+            'for a slide) and the poses in m, the joint names right, the pose that of %s?',
+            recording.source, chain.name or 'the chain', median * 1e3,
+            chain.stretched_length * 1e3, chain.tip_frame or 'the chain\'s tip',
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

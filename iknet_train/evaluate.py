@@ -217,12 +217,14 @@ def format_table(report: dict) -> str:
     }
     rows += [(*joints[name], 4) for name in report.get('joint_names', joints) if name in joints]
     width = max(24, *(len(label) + 2 for label, _, _ in rows))
+    # Wide enough for the widest figure, so a wild one (data in mm, not m) stays apart.
+    column = max(10, *(len(f'{values[k]:.{d}f}') + 2 for _, values, d in rows for k in keys))
     lines = [
         f'solver {report["solver"]}{model} on {report["n_samples"]} samples',
-        f'{"":{width}}' + ''.join(f'{k:>10}' for k in keys),
+        f'{"":{width}}' + ''.join(f'{k:>{column}}' for k in keys),
     ]
     for label, values, digits in rows:
-        lines.append(f'{label:{width}}' + ''.join(f'{values[k]:10.{digits}f}' for k in keys))
+        lines.append(f'{label:{width}}' + ''.join(f'{values[k]:{column}.{digits}f}' for k in keys))
     within = ', '.join(f'{100 * v:.1f} % within {k} mm' for k, v in report['within_mm'].items())
     lines += [
         within,

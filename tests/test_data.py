@@ -107,6 +107,22 @@ def test_joints_are_found_by_name_and_the_gripper_left_out(tmp_path: Path) -> No
     np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
 
 
+def test_joints_in_degrees_or_of_another_arm_get_a_warning(tmp_path: Path, caplog) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert 'misses the recorded positions' not in caplog.text  # FK of the arm's own joints
+    table = pd.read_csv(joint_csv, dtype=str, keep_default_na=False)
+    for i in range(4):  # the arm's joints in degrees
+        table[f'position{i}'] = (table[f'position{i}'].astype(float) * 180 / np.pi).map(repr)
+    table.to_csv(joint_csv, index=False)
+    with caplog.at_level(logging.WARNING):
+        recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert len(recording) == 100  # read, and said
+    assert 'FK of the recorded joints on open_manipulator_x misses the recorded' in caplog.text
+    assert 'are the joints in rad' in caplog.text
+
+
 def test_finds_recordings_in_directories_and_globs(tmp_path: Path) -> None:
     for name in ('a', 'b', 'nested/c'):
         recording_files(tmp_path / 'data' / name, n=5)
