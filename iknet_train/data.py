@@ -104,10 +104,16 @@ def find_recordings(
                 )
             for pose_csv in found:
                 joint_csv = pose_csv.with_name(JOINT_STATES_FILE)
-                if not joint_csv.is_file():
+                recorder_made = (pose_csv.parent / METADATA_FILE).is_file()
+                if not joint_csv.is_file() and not recorder_made:  # else: an empty recording
                     raise FileNotFoundError(f'{pose_csv}: no {JOINT_STATES_FILE} beside it')
                 pairs.append((pose_csv, joint_csv))
     return pairs
+
+
+class EmptyRecordingError(ValueError):
+    """A recorder's folder with no rows in a file (stopped before a message, killed before its
+    first flush)."""
 
 
 def load_recordings(
@@ -115,7 +121,39 @@ def load_recordings(
     chain: Chain,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
 ) -> list[Recording]:
-    return [load_recording(p, j, chain, tolerance_s) for p, j in pairs]
+    """Every recording; an empty one is left out with a warning where others are not (a glob
+    over a folder of recordings, one of them started and stopped with nothing to record)."""
+    recordings, empty = [], []
+    for pose_csv, joint_csv in pairs:
+        try:
+            recordings.append(load_recording(pose_csv, joint_csv, chain, tolerance_s))
+        except EmptyRecordingError as error:
+            empty.append(error)
+    if empty and not recordings:
+        raise empty[0]
+    for error in empty:
+        logger.warning('%s; left out', error)
+    return recordings
+
+
+def _check_not_empty(pose_csv: Path, joint_csv: Path) -> None:
+    """EmptyRecordingError for a recorder's folder (metadata.json) with a file missing or
+    holding no row."""
+    if not (pose_csv.parent / METADATA_FILE).is_file():
+        return
+    for path in (pose_csv, joint_csv):
+        if not path.is_file() or _rows_in(path) == 0:
+            what = 'missing' if not path.is_file() else 'without a row'
+            raise EmptyRecordingError(
+                f'{pose_csv.parent}: an empty recording ({path.name} {what})'
+            )
+
+
+def _rows_in(path: Path) -> int:
+    """Lines holding a value (the header line aside), up to 2: a file with any row is not empty."""
+    with path.open('rb') as file:
+        lines = [line for _, line in zip(range(3), file, strict=False) if line.strip()]
+    return max(len(lines) - 1, 0) if lines and not lines[0][:1].isdigit() else len(lines)
 
 
 def load_recording(
@@ -126,6 +164,7 @@ def load_recording(
 ) -> Recording:
     """One recording: poses paired by stamp with the chain's joints (gripper etc. left out)."""
     pose_csv, joint_csv = Path(pose_csv), Path(joint_csv)
+    _check_not_empty(pose_csv, joint_csv)
     unfinished = False
     # metadata.json describes the files of its folder.
     if pose_csv.parent.resolve() == joint_csv.parent.resolve():

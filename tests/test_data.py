@@ -19,6 +19,7 @@ import pytest
 
 from iknet_core.csv_schema import (
     JOINT_STATES_FILE,
+    KINEMATICS_POSE_COLUMNS,
     KINEMATICS_POSE_FILE,
     METADATA_FILE,
     joint_states_columns,
@@ -595,6 +596,29 @@ def test_an_unfinished_recording_is_read_with_a_warning_saying_why(
         (text,) = warnings
         assert text.startswith(f'{tmp_path / "rec"}: ')
         assert re.search(warning.format(pid=pid), text), text
+
+
+def test_empty_recordings_in_a_glob_are_left_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    recording_files(tmp_path / 'a', n=20)
+    write_metadata(tmp_path / 'a', status='complete')
+    # Stopped before any joint state (no joint_states.csv), killed before its first flush.
+    (tmp_path / 'b').mkdir()
+    (tmp_path / 'b' / KINEMATICS_POSE_FILE).write_text(','.join(KINEMATICS_POSE_COLUMNS) + '\n')
+    write_metadata(tmp_path / 'b', status='complete')
+    (tmp_path / 'c').mkdir()
+    (tmp_path / 'c' / KINEMATICS_POSE_FILE).write_text('')
+    (tmp_path / 'c' / JOINT_STATES_FILE).write_text('')
+    write_metadata(tmp_path / 'c')
+    (recording,) = load_recordings(find_recordings([str(tmp_path / '*')]), OMX_CHAIN)
+    assert len(recording) == 20 and recording.source == str(tmp_path / 'a')
+    for name in ('b', 'c'):
+        assert f'{tmp_path / name}: an empty recording (' in caplog.text
+    assert '(kinematics_pose.csv without a row); left out' in caplog.text
+    # Alone, an empty recording is an error that says so.
+    with pytest.raises(ValueError, match='an empty recording'):
+        load_recordings(find_recordings([tmp_path / 'b']), OMX_CHAIN)
 
 
 def test_a_killed_recording_with_a_cut_off_line_is_read_up_to_its_last_flush(
