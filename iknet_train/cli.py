@@ -17,7 +17,13 @@ from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
 from iknet_train.bags import bag_identity, bags_below, is_bag, load_bag
-from iknet_train.data import DEFAULT_TOLERANCE_S, Recording, find_recordings, load_recordings
+from iknet_train.data import (
+    DEFAULT_TOLERANCE_S,
+    Recording,
+    find_recordings,
+    load_recordings,
+    recorded_chain,
+)
 from iknet_train.synthetic import limit_ranges, synthetic_samples
 
 logger = logging.getLogger(__name__)
@@ -201,6 +207,16 @@ def _once(items: list, identity: Callable[[Any], Any]) -> list:
         seen.add(key)
         unique.append(item)
     return unique
+
+
+def chain_from_recordings(args: argparse.Namespace) -> Chain | None:
+    """The arm the recordings that --data and the CSV flags name were made for (the recorder's
+    metadata.json), None where none says: training on them needs no --chain or --urdf."""
+    pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=False))
+    for entry in expand_globs(args.data or []):
+        if Path(entry).is_dir() and not is_bag(entry):
+            pairs += find_recordings([entry], none_below_ok=True)
+    return recorded_chain(pairs)
 
 
 def expand_globs(entries: list[str]) -> list[str]:

@@ -248,27 +248,55 @@ _JOINT_STATES = _Layout(
 )
 
 
-def _check_metadata(path: Path, chain: Chain) -> bool:
-    """Refuses a recording made for another chain; warns (and says True) if it never finished."""
-    if not path.is_file():
-        return False
+def _read_metadata(path: Path) -> dict[str, Any]:
+    """A recorder's metadata.json as a dict; ValueError naming the file where it is not one."""
     try:
         metadata = json.loads(path.read_text(encoding='utf-8'))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f'{path}: not a readable JSON file ({error})') from None
     if not isinstance(metadata, dict):
         raise ValueError(f'{path}: expected a JSON object, got {type(metadata).__name__}')
-    if metadata.get('chain') is not None:
-        try:
-            recorded = Chain.from_dict(metadata['chain'])
-        except ValueError as error:
-            raise ValueError(f'{path}: chain: {error}') from None
-        if recorded != chain:
-            raise ValueError(
-                f'{path}: the recording was made for another arm: its poses come from chain '
-                f'{recorded.name!r}, not from the chain {chain.name!r} asked for '
-                f'({chain_difference(recorded, chain)})'
-            )
+    return metadata
+
+
+def _metadata_chain(path: Path, metadata: dict[str, Any]) -> Chain | None:
+    if metadata.get('chain') is None:
+        return None
+    try:
+        return Chain.from_dict(metadata['chain'])
+    except ValueError as error:
+        raise ValueError(f'{path}: chain: {error}') from None
+
+
+def recorded_chain(pairs: Sequence[tuple[Path | str, Path | str]]) -> Chain | None:
+    """The chain the recorder wrote in the recordings' metadata.json (the arm they were made
+    for), None where none says; ValueError naming two that differ."""
+    found: dict[Chain, Path] = {}
+    for pose_csv, _ in pairs:
+        path = Path(pose_csv).parent / METADATA_FILE
+        if path.is_file() and (chain := _metadata_chain(path, _read_metadata(path))):
+            found.setdefault(chain, path.parent)
+    if len(found) > 1:
+        (a, first), (b, second) = list(found.items())[:2]
+        raise ValueError(
+            f'the recordings were made for different arms: {first} for {a.name!r}, {second} for '
+            f'{b.name!r} ({chain_difference(a, b)}); give the arm with --chain or --urdf'
+        )
+    return next(iter(found), None)
+
+
+def _check_metadata(path: Path, chain: Chain) -> bool:
+    """Refuses a recording made for another chain; warns (and says True) if it never finished."""
+    if not path.is_file():
+        return False
+    metadata = _read_metadata(path)
+    recorded = _metadata_chain(path, metadata)
+    if recorded is not None and recorded != chain:
+        raise ValueError(
+            f'{path}: the recording was made for another arm: its poses come from chain '
+            f'{recorded.name!r}, not from the chain {chain.name!r} asked for '
+            f'({chain_difference(recorded, chain)})'
+        )
     status = metadata.get('status')
     if status == 'recording':
         logger.warning('%s: %s', path.parent, _unfinished(metadata))

@@ -53,6 +53,7 @@ from iknet_train.cli import (
     add_chain_arguments,
     add_recording_arguments,
     chain_from_args,
+    chain_from_recordings,
     reads_recordings,
     recordings_from_args,
 )
@@ -514,7 +515,11 @@ def train(
         raise ValueError(f'--amp fp16 needs CUDA (training on {device}); bf16 runs on the CPU too')
     snapshot = load_snapshot(args.resume, device) if args.resume is not None else None
     base = load_checkpoint(args.init_from) if args.init_from is not None else None
-    chain = chain_from_args(args) or (base.chain if base else OMX_CHAIN)
+    chain = chain_from_args(args) or chain_from_recordings(args)
+    if chain is None:
+        chain = base.chain if base else OMX_CHAIN
+    elif args.chain is None and args.urdf is None:
+        logger.info('the arm the recordings were made for: %s', chain.name)
     if base is not None:
         check_fine_tune(args, base, chain, model_config)
         args.model = base.model_type

@@ -140,3 +140,31 @@ def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
     train(build_parser().parse_args(argv), extra_extensions=[record_chain])
     assert seen and all(chain == arm_b for chain in seen)
     assert load_checkpoint(tmp_path / 'b.pt').model.chain == arm_b
+
+
+def test_a_fine_tune_on_recordings_trains_on_the_arm_they_were_made_for(tmp_path: Path) -> None:
+    """Recordings carry their arm (the recorder's metadata.json): --init-from and --data alone
+    fine-tune on it, not on the base model's (which would refuse them as another arm's)."""
+    from iknet_core.csv_schema import METADATA_FILE
+    from iknet_train.synthetic import limit_ranges, sample_joints, write_recording
+
+    base = save_checkpoint(
+        tmp_path / 'a.pt', build_model('iknet', {'width': 16}, OMX_CHAIN), 'iknet', OMX_CHAIN
+    )
+    arm_b = perturbed_chain(OMX_CHAIN, 0.2, seed=1)
+    joints = sample_joints(300, limit_ranges(arm_b), np.random.default_rng(0))
+    folder = tmp_path / 'recordings' / 'b'
+    write_recording(folder, 10**9 + 10**7 * np.arange(300), joints, arm_b)
+    metadata = {'status': 'complete', 'chain': arm_b.to_dict()}
+    (folder / METADATA_FILE).write_text(json.dumps(metadata))
+    argv = ['--init-from', str(base), '--data', str(tmp_path / 'recordings'), '--synthetic',
+            '200', '--epochs', '1', '--no-progress', '--save-model', str(tmp_path / 'b.pt'),
+            '--out', str(tmp_path / 'run')]  # fmt: skip
+    assert train_main(argv) == 0
+    assert load_checkpoint(tmp_path / 'b.pt').chain == arm_b
+    # Recordings of two arms name neither: the flags must.
+    other = tmp_path / 'recordings' / 'c'
+    write_recording(other, 10**9 + 10**7 * np.arange(300), joints, OMX_CHAIN)
+    (other / METADATA_FILE).write_text(json.dumps({**metadata, 'chain': OMX_CHAIN.to_dict()}))
+    with pytest.raises(ValueError, match='the recordings were made for different arms'):
+        train(build_parser().parse_args(argv))
