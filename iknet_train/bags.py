@@ -7,6 +7,7 @@ one, else the time the bag logged the message), same checks, same pairing by sta
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -116,6 +117,10 @@ def load_bag(bag: Path | str, chain: Chain, tolerance_s: float = DEFAULT_TOLERAN
     """The bag's poses paired by stamp with the chain's joints, as load_recording gives them."""
     with tempfile.TemporaryDirectory(prefix='iknet-bag-') as directory:
         pose_csv, joint_csv = convert_bag(bag, directory, chain)
+        streams = json.loads((Path(directory) / METADATA_FILE).read_text())['streams']
+        for name, counts in streams.items():  # iknet-convert prints them; said here for the rest
+            if counts['skipped']:
+                logger.warning('%s: skipped %s messages %s', bag, name, counts['skipped'])
         names = _BagNames(directory, bag)
         data_logger = logging.getLogger(load_recording.__module__)
         data_logger.addFilter(names)

@@ -172,7 +172,14 @@ def method_under_test(args: argparse.Namespace) -> tuple[dict, Solver]:
     asked = arm_from_args(args)
     network = load_networks(args.model, [args.solver], args.device).get(args.solver)
     if network is not None:
-        chain = model_chain_for(asked, network.chain, network.model_path)
+        try:
+            chain = model_chain_for(asked, network.chain, network.model_path)
+        except ValueError as error:
+            if args.model is not None:
+                raise
+            raise ValueError(
+                f'{error}; for another arm give its --model, or --solver refine-from-zero'
+            ) from None
     else:
         chain = asked or OMX_CHAIN
     settings = DEFAULT_SETTINGS.position_only() if args.position_only else DEFAULT_SETTINGS

@@ -494,7 +494,9 @@ def split_data(
     if len(train_set[0]) == 0 or len(val_set[0]) == 0:
         raise ValueError(
             f'{len(train_set[0])} training and {len(val_set[0])} validation samples: need both; '
-            'add recordings or --synthetic samples, or change --train-val-ratio'
+            'add recordings or --synthetic samples, or change --train-val-ratio (recordings '
+            f'are split in blocks of --val-block-s {args.val_block_s:g} s: one shorter than a '
+            'few blocks may land on one side)'
         )
     return train_set, val_set, counts
 

@@ -209,6 +209,7 @@ def test_a_stamp_going_back_is_skipped_and_counted_as_the_recorder_does(tmp_path
         recording = load_bag(mcap, OMX_CHAIN)
     assert len(recording) == COUNT - 1 and recording.dropped_poses == 1
     assert f'{mcap}: {COUNT - 1} pairs' in caplog.text, 'the log names the bag'
+    assert f"{mcap}: skipped joint_states messages {{'stamp_not_increasing': 1}}" in caplog.text
     assert 'iknet-bag-' not in caplog.text, 'not the temporary folder it was read from'
 
 

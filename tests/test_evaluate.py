@@ -146,6 +146,9 @@ def test_a_model_names_the_arm_whatever_the_solver(tmp_path: Path, capsys) -> No
     assert json.loads(report.read_text())['chain'] == 'ur5'
     assert main([*argv, '--chain', 'panda']) == 1
     assert "ur5.pt was trained for chain 'ur5'" in capsys.readouterr().err
+    # Another arm without --model: the shipped OM-X model is not its, and the error says what is.
+    assert main(['--chain', 'ur5', '--data', '--samples', '20', '--plots', '']) == 1
+    assert 'give its --model, or --solver refine-from-zero' in capsys.readouterr().err
     out = tmp_path / 'bench'
     argv = ['--model', str(path), '--solvers', 'refine-from-zero', '--data', '--samples', '20',
             '--single-queries', '5', '--out', str(out)]  # fmt: skip

@@ -34,7 +34,8 @@ def build_solver(
     if network is not None and network.chain != chain:
         raise ValueError(
             f'the model {network.model_path} was trained for chain {network.chain.name!r}, '
-            f'not for {chain.name!r}'
+            f'not for {chain.name!r}: give a model of that arm, or a solver that needs none '
+            '(refine-from-zero)'
         )
     if name == 'analytic':
         if settings.is_position_only:
