@@ -113,6 +113,17 @@ def bag_identity(bag: Path | str) -> Path:
     return path
 
 
+def converted_from(pose_csv: Path | str) -> Path | None:
+    """The bag iknet-convert made this recording from (its metadata.json's source_bag, resolved
+    as bag_identity does), or None for a recorder's or a hand-made one."""
+    path = Path(pose_csv).parent / METADATA_FILE
+    try:
+        source = json.loads(path.read_text(encoding='utf-8')).get('source_bag')
+    except (OSError, ValueError, AttributeError):
+        return None  # no metadata, or not ours: the recording's own reading says what is wrong
+    return bag_identity(source) if isinstance(source, str) else None
+
+
 def load_bag(bag: Path | str, chain: Chain, tolerance_s: float = DEFAULT_TOLERANCE_S) -> Recording:
     """The bag's poses paired by stamp with the chain's joints, as load_recording gives them."""
     with tempfile.TemporaryDirectory(prefix='iknet-bag-') as directory:
@@ -232,7 +243,7 @@ def _convert(
         {
             'status': 'complete',
             'stop_reason': f'converted from the bag {bag}',
-            'source_bag': str(bag),
+            'source_bag': str(Path(bag).resolve()),
             'topics': {'joint_states': joints_topic, 'kinematics_pose': pose_topic},
             'pose_source': 'topic' if pose_topic else 'fk',
             'pose_stamp': 'header, else the bag log time' if pose_topic else 'fk of joint_states',

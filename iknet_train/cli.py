@@ -16,7 +16,7 @@ from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.robots import EXAMPLE_ROBOTS, named_chain
 from iknet_core.kinematics.urdf import chain_from_urdf
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
-from iknet_train.bags import bag_identity, bags_below, is_bag, load_bag
+from iknet_train.bags import bag_identity, bags_below, converted_from, is_bag, load_bag
 from iknet_train.data import (
     DEFAULT_TOLERANCE_S,
     Recording,
@@ -185,9 +185,14 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
         inside = bags_below(folder)
         pairs += find_recordings([folder], none_below_ok=bool(inside))
         bags += inside
+    bags = _once(bags, bag_identity)
+    read = {bag_identity(bag) for bag in bags}
+    for pair in [pair for pair in pairs if converted_from(pair[0]) in read]:
+        logger.warning('%s was converted from a bag that is read too: left out', pair[0])
+        pairs.remove(pair)  # iknet-convert's CSVs beside their bag: the same samples twice
     tolerance_s = args.tolerance_ms * 1e-3
     return load_recordings(_once(pairs, _pair_identity), chain, tolerance_s) + [
-        load_bag(bag, chain, tolerance_s) for bag in _once(bags, bag_identity)
+        load_bag(bag, chain, tolerance_s) for bag in bags
     ]
 
 

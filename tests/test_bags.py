@@ -312,6 +312,11 @@ def test_a_folder_gives_its_bags_and_recordings_and_each_is_read_once(tmp_path, 
     )  # fmt: skip
     recordings = recordings_from_args(flags, OMX_CHAIN, tmp_path)
     sources = sorted(Path(recording.source).name for recording in recordings)
-    assert sources == ['b.db3', 'bag_a', 'csv']
+    # runs/csv is bag_a converted (iknet-convert): read once, as the bag.
+    assert sources == ['b.db3', 'bag_a']
     assert all(len(recording) == COUNT for recording in recordings)
     assert 'is named twice: read once' in caplog.text
+    assert 'was converted from a bag that is read too: left out' in caplog.text
+    flags.data = [str(tmp_path / 'runs' / 'csv')]  # alone, the converted CSVs are read
+    (recording,) = recordings_from_args(flags, OMX_CHAIN, tmp_path)
+    assert Path(recording.source).name == 'csv' and len(recording) == COUNT
