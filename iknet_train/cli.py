@@ -176,23 +176,26 @@ def recordings_from_args(args: argparse.Namespace, chain: Chain, default: Path) 
             f'{len(args.joint_states_csv)} --joint-states-csv; give them in pairs'
         )
     pairs = list(zip(args.kinematics_pose_csv, args.joint_states_csv, strict=True))
-    entries = expand_globs(args.data or [])
-    bags = [Path(entry) for entry in entries if is_bag(entry)]
-    folders = [entry for entry in entries if not is_bag(entry)]
+    bags: list[Path] = []
     if args.data is None and not pairs:
         pairs = find_recordings([shipped(default)])
-    for folder in folders:  # recordings, bags, or both in it or below
-        inside = bags_below(folder)
-        pairs += find_recordings([folder], none_below_ok=bool(inside))
-        bags += inside
-    bags = _once(bags, bag_identity)
-    read = {bag_identity(bag) for bag in bags}
-    for pair in [pair for pair in pairs if converted_from(pair[0]) in read]:
-        logger.warning('%s was converted from a bag that is read too: left out', pair[0])
-        pairs.remove(pair)  # iknet-convert's CSVs beside their bag: the same samples twice
+    for entry in expand_globs(args.data or []):
+        if is_bag(entry):
+            bags.append(Path(entry))
+        else:  # recordings, bags, or both in it or below
+            inside = bags_below(entry)
+            pairs += find_recordings([entry], none_below_ok=bool(inside))
+            bags += inside
+    read = _once(bags, bag_identity)
+    recordings = []
+    for pair in _once(pairs, _pair_identity).values():
+        if converted_from(pair[0]) in read:  # iknet-convert's CSVs beside their bag: twice over
+            logger.warning('%s was converted from a bag that is read too: left out', pair[0])
+        else:
+            recordings.append(pair)
     tolerance_s = args.tolerance_ms * 1e-3
-    return load_recordings(_once(pairs, _pair_identity), chain, tolerance_s) + [
-        load_bag(bag, chain, tolerance_s) for bag in bags
+    return load_recordings(recordings, chain, tolerance_s) + [
+        load_bag(bag, chain, tolerance_s) for bag in read.values()
     ]
 
 
@@ -200,17 +203,17 @@ def _pair_identity(pair: tuple[Path | str, Path | str]) -> tuple[Path, Path]:
     return Path(pair[0]).resolve(), Path(pair[1]).resolve()
 
 
-def _once(items: list, identity: Callable[[Any], Any]) -> list:
-    """items in order, each read once: a recording named twice (a folder and a glob, a bag
-    and its file) would put the same samples on both sides of the validation split."""
-    seen, unique = set(), []
+def _once(items: list, identity: Callable[[Any], Any]) -> dict:
+    """items by their identity, in order, each once: a recording named twice (a folder and a
+    glob, a bag and its file) would put the same samples on both sides of the validation
+    split."""
+    unique: dict = {}
     for item in items:
         key = identity(item)
-        if key in seen:
+        if key in unique:
             logger.warning('%s is named twice: read once', item)
-            continue
-        seen.add(key)
-        unique.append(item)
+        else:
+            unique[key] = item
     return unique
 
 
@@ -221,7 +224,10 @@ def chain_from_recordings(args: argparse.Namespace) -> Chain | None:
     for entry in expand_globs(args.data or []):
         if Path(entry).is_dir() and not is_bag(entry):
             pairs += find_recordings([entry], none_below_ok=True)
-    return recorded_chain(pairs)
+    chain = recorded_chain(pairs)
+    if chain is not None:
+        logger.info('the arm the recordings were made for: %s', chain.name)
+    return chain
 
 
 def expand_globs(entries: list[str]) -> list[str]:

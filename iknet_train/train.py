@@ -518,10 +518,7 @@ def train(
     snapshot = load_snapshot(args.resume, device) if args.resume is not None else None
     base = load_checkpoint(args.init_from) if args.init_from is not None else None
     chain = chain_from_args(args) or chain_from_recordings(args)
-    if chain is None:
-        chain = base.chain if base else OMX_CHAIN
-    elif args.chain is None and args.urdf is None:
-        logger.info('the arm the recordings were made for: %s', chain.name)
+    chain = chain or (base.chain if base else OMX_CHAIN)
     if base is not None:
         check_fine_tune(args, base, chain, model_config)
         args.model = base.model_type
