@@ -12,15 +12,17 @@ from iknet.srv import SolvePath
 from iknet_core.kinematics.chain import Chain
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.path import (
-    DEFAULT_MAX_ACCELERATION,
-    DEFAULT_MAX_VELOCITY,
     alternative_paths,
     check_start,
     follow_path,
     has_joints_to_spare,
+    start_solutions,
+)
+from iknet_core.solvers.path_timing import (
+    DEFAULT_MAX_ACCELERATION,
+    DEFAULT_MAX_VELOCITY,
     slide_units,
     speed_units,
-    start_solutions,
     time_stamps,
     velocity_limits,
 )

@@ -17,8 +17,8 @@ from iknet_core.solvers.path import (
     follow_path,
     smooth_joint_paths,
     start_solutions,
-    time_stamps,
 )
+from iknet_core.solvers.path_timing import time_stamps
 from iknet_core.solvers.policy import joint_bounds
 
 LOW, HIGH = joint_bounds(OMX_CHAIN, 'limits')

@@ -25,13 +25,8 @@ from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.kernels import CompiledChain
-from iknet_core.solvers.path import (
-    SLIDE_METRES_PER_RAD,
-    follow_path,
-    smooth_joint_paths,
-    speed_units,
-    time_stamps,
-)
+from iknet_core.solvers.path import follow_path, smooth_joint_paths
+from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD, speed_units, time_stamps
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 _Z, _DOWN = (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)
@@ -176,7 +171,7 @@ def test_a_urdf_velocity_limit_slows_its_joint_and_survives_the_round_trip() -> 
 
 @pytest.mark.parametrize('max_velocity', [0.0, 1.0], ids=['no max_velocity', 'max_velocity'])
 def test_a_timed_path_faster_than_a_urdf_velocity_limit_is_refused(max_velocity: float) -> None:
-    from iknet_core.solvers.path import DEFAULT_MAX_VELOCITY
+    from iknet_core.solvers.path_timing import DEFAULT_MAX_VELOCITY
     from iknet_ros.path_service import check_speed
     from iknet_ros.requests import RequestError
 

@@ -12,6 +12,7 @@ from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
+from test_path_timing import finite_differences
 
 from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
@@ -90,6 +91,21 @@ def test_a_smooth_path_comes_back_as_a_timed_trajectory_that_reaches_every_waypo
     )
     assert speeds.max() <= MAX_VELOCITY * (1 + 1e-6)
     assert not response.executed
+
+
+def test_a_path_there_and_back_slows_for_its_reversal_and_for_the_move_to_its_start(ros, client):
+    there = np.linspace([0.0, -0.3, 0.2, 0.5], [0.3, 0.0, 0.0, 0.6], 30)
+    curve = np.concatenate([there, there[::-1][1:]])
+    start = curve[0] - 0.05  # the arm a little off the first waypoint, as its joint states are
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), start)
+    response = ros.call(client, request, timeout_s=60.0)
+    assert response.success, response.message
+    joints = np.array([start] + [point.positions for point in response.trajectory.points])
+    stamps = np.array([0.0] + [seconds(point) for point in response.trajectory.points])
+    speed, acceleration = finite_differences(joints, stamps)
+    # Stamps travel in whole nanoseconds: 1e-6 of a short segment's time.
+    assert speed <= MAX_VELOCITY * (1 + 1e-5)
+    assert acceleration <= MAX_ACCELERATION * (1 + 1e-5)
 
 
 def test_a_path_out_of_reach_stops_at_its_first_unreachable_waypoint(ros, client):

@@ -66,14 +66,6 @@ STATUS_NAMES = ('reached', 'missed', 'jumped', 'not tried')
 # away from a singularity moves a joint by tenths of a radian or more.
 STEP_FACTOR = 8.0
 MIN_MAX_STEP = 0.25
-# Time stamps: defaults for the joint speed (rad/s) and acceleration (rad/s^2) limits, and the
-# shortest segment (s), so repeated waypoints still get increasing stamps.
-DEFAULT_MAX_VELOCITY = 1.0
-DEFAULT_MAX_ACCELERATION = 2.0
-MIN_SEGMENT_S = 1e-3
-# A prismatic joint's speed and acceleration limits are the revolute joints' times this (m/rad):
-# at the default 1 rad/s a slide moves at up to 0.1 m/s (TIAGo's URDF gives its torso lift 0.07).
-SLIDE_METRES_PER_RAD = 0.1
 # On an arm with joints to spare, a waypoint reached from the previous one with a joint step at
 # most STEADY_STEP_FACTOR times the last step is not tried again carried on at the last velocity:
 # the pull back to the previous waypoint lands both tries on about the same solution, and the
@@ -665,77 +657,6 @@ def follow_path(
         failed_at=failed_at,
         reason=_reason(failed_at, status, errors, max_step),
     )
-
-
-def slide_units(chain: Chain) -> np.ndarray:
-    """(n,) what one rad/s of a speed limit is for each joint: 1 rad/s, or SLIDE_METRES_PER_RAD
-    m/s for a prismatic joint."""
-    return np.array([SLIDE_METRES_PER_RAD if joint.prismatic else 1.0 for joint in chain.joints])
-
-
-def velocity_limits(chain: Chain) -> np.ndarray:
-    """(n,) each joint's own velocity_limit (rad/s, m/s; its URDF's), inf where it has none."""
-    return np.array([joint.velocity_limit or np.inf for joint in chain.joints])
-
-
-def speed_units(chain: Chain, max_velocity: float = DEFAULT_MAX_VELOCITY) -> np.ndarray:
-    """(n,) what one rad/s of the speed limit max_velocity is for each joint: slide_units, less
-    where the joint's own velocity limit is lower. Joint values divided by it share the one
-    limit max_velocity."""
-    return np.minimum(slide_units(chain), velocity_limits(chain) / max_velocity)
-
-
-def time_stamps(
-    joints: np.ndarray,
-    max_velocity: float = DEFAULT_MAX_VELOCITY,
-    max_acceleration: float = DEFAULT_MAX_ACCELERATION,
-    units: np.ndarray | None = None,
-) -> np.ndarray:
-    """Seconds from the start (T,) for joint waypoints (T, n), starting and ending at rest;
-    units (n,): speed_units(chain, max_velocity), for prismatic joints and joints with their
-    own velocity limits (default: every joint in rad, under max_velocity).
-
-    Along the path's length s (the largest joint's travel), the speed is a trapezoid over the
-    whole path: up at max_acceleration, at most max_velocity, down to rest at the end (a
-    triangle when the path is too short to reach max_velocity); each waypoint gets the time at
-    which the profile reaches it. So no joint exceeds max_velocity, and the largest joint's
-    acceleration stays within max_acceleration along a smooth path (a sharp corner between
-    segments is not slowed for).
-    """
-    if not (max_velocity > 0.0 and max_acceleration > 0.0):
-        raise ValueError(
-            f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '
-            f'{max_acceleration} rad/s^2'
-        )
-    joints = np.asarray(joints, dtype=np.float64)
-    if joints.ndim != 2 or not len(joints):
-        raise ValueError(f'time_stamps needs joint waypoints (T >= 1, n), got {joints.shape}')
-    if not np.isfinite(joints).all():
-        raise ValueError(
-            'time_stamps needs finite joint waypoints: a path that stopped is NaN from '
-            'failed_at on; time the waypoints it reached, result.joints[: result.reached]'
-        )
-    scaled = joints if units is None else joints / units
-    along = np.concatenate([[0.0], np.cumsum(joint_steps(scaled))])
-    total = along[-1]
-    stamps = np.zeros_like(along)
-    if total > 0.0:
-        # Rest to rest over the whole length: a trapezoid, or a triangle when it never cruises.
-        ramp = min(max_velocity**2 / (2.0 * max_acceleration), total / 2.0)  # to top speed
-        top = math.sqrt(2.0 * max_acceleration * ramp)
-        end = 2.0 * top / max_acceleration + (total - 2.0 * ramp) / top
-        stamps = np.where(
-            along <= ramp,
-            np.sqrt(2.0 * along / max_acceleration),
-            np.where(
-                along <= total - ramp,
-                top / max_acceleration + (along - ramp) / top,
-                end - np.sqrt(2.0 * np.maximum(total - along, 0.0) / max_acceleration),
-            ),
-        )
-    # Repeated waypoints still get increasing stamps: each at least MIN_SEGMENT_S after the last.
-    steps = MIN_SEGMENT_S * np.arange(len(stamps))
-    return np.maximum.accumulate(stamps - steps) + steps
 
 
 def smooth_joint_paths(
