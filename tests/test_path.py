@@ -1116,6 +1116,18 @@ def test_bad_paths_are_refused_with_the_reason(targets, start, message):
         follow_path(OMX_CHAIN, targets, start)
 
 
+def test_a_start_a_tick_past_a_limit_that_is_its_reach_starts_from_the_limit():
+    # The OM-X's joint2 has no narrower software limits: its reach is its limit, and an arm at
+    # rest on it reads a tick past it (encoder noise), which must not refuse every path.
+    curve = np.array([0.0, 1.5, -1.2, 0.3]) - np.linspace(0.0, 0.1, 6)[:, None] * [0, 1, 0, 0]
+    poses = pose_from_joints(OMX_CHAIN, curve)
+    result = follow_path(OMX_CHAIN, poses, curve[0] + [0.0, 4e-4, 0.0, 0.0])
+    assert result.success, result.reason
+    np.testing.assert_allclose(result.joints, curve, atol=1e-4)
+    with pytest.raises(ValueError, match='joint2 = 1.5200 rad is outside its reach'):
+        follow_path(OMX_CHAIN, poses, curve[0] + [0.0, 0.02, 0.0, 0.0])
+
+
 def test_a_start_a_whole_turn_past_the_reach_is_the_same_arm():
     # joint1 of the OM-X turns a whole turn (reach -pi to 3.3 rad): a state a turn off, as a
     # continuous joint reports past +-pi, starts the path from the same arm, not a refusal.

@@ -46,6 +46,7 @@ from iknet_core.solvers.path_smoothing import (
     smooth_path,
     step_stands_out,
 )
+from iknet_core.solvers.path_timing import slide_units
 from iknet_core.solvers.policy import (
     TURN,
     continuous_joints,
@@ -66,6 +67,11 @@ STATUS_NAMES = ('reached', 'missed', 'jumped', 'not tried')
 # away from a singularity moves a joint by tenths of a radian or more.
 STEP_FACTOR = 8.0
 MIN_MAX_STEP = 0.25
+# Start joints up to this (rad; a slide: SLIDE_METRES_PER_RAD times it, m) past their reach are
+# taken from the limit, as a tick past a software limit is: where a URDF gives no narrower
+# software limits, the reach is the limit, and a real arm's joint states read past it by encoder
+# noise (a Unitree Z1 at rest has two joints on theirs).
+START_SLACK_RAD = 0.01
 # On an arm with joints to spare, a waypoint reached from the previous one with a joint step at
 # most STEADY_STEP_FACTOR times the last step is not tried again carried on at the last velocity:
 # the pull back to the previous waypoint lands both tries on about the same solution, and the
@@ -723,17 +729,19 @@ def _check_targets(
 
 
 def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
-    """Start joints (n,) as follow_path takes them: inside the joints' reach, clamped into the
-    software limits (a real arm may rest a tick past a limit, and the path must keep to them).
+    """Start joints (n,) as follow_path takes them: inside the joints' reach (within
+    START_SLACK_RAD), clamped into the software limits (a real arm may rest a tick past a limit,
+    and the path must keep to them).
     A joint that turns whole turns is taken whole turns back into its reach: the same arm (a
     UR5's state counted past 2 pi). A continuous joint stays where it is, past +-pi or turns on:
     its path goes on from there, so the trajectory starts where the arm is. ValueError naming a
-    start joint outside its reach."""
+    start joint more than START_SLACK_RAD outside its reach."""
     start = check_seed(start, chain, 'start joints')
     continuous = continuous_joints(chain)
     start = np.where(continuous, start, into_reach(chain, start))
     low, high = joint_bounds(chain, 'reach')
-    outside = np.flatnonzero(~continuous & ((start < low - 1e-9) | (start > high + 1e-9)))
+    slack = START_SLACK_RAD * slide_units(chain)
+    outside = np.flatnonzero(~continuous & ((start < low - slack) | (start > high + slack)))
     if len(outside):
         i = outside[0]
         raise ValueError(
