@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         '--refine',
         action=argparse.BooleanOptionalAction,
         default=None,
-        help='refine the network guess numerically (default: yes, but for --solver network, '
-        "whose answer is the network's own)",
+        help="refine --solver network's answer numerically (network+refine; default: no); "
+        "the server's default solver, refined unless --no-refine where it is network",
     )
     parser.add_argument(
         '--solver',
@@ -146,6 +146,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             f'--{path_name(args)} --move needs --pitch or a quaternion, to send the arm to its '
             'start'
+        )
+    if args.refine is False and args.solver not in ('', 'network'):
+        # `refine` turns the network into network+refine; the other solvers answer as they are.
+        parser.error(
+            f"--no-refine does not apply to --solver {args.solver}: for the network's own "
+            'answer, ask --solver network'
         )
     if args.refine is None:
         args.refine = args.solver != 'network'

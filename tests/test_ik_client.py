@@ -248,3 +248,7 @@ def test_the_network_solver_is_asked_unrefined_unless_refine_is_given():
     assert parse_args([*pose, '--solver', 'network', '--refine']).refine is True
     assert parse_args(pose).refine is True
     assert parse_args([*pose, '--no-refine']).refine is False
+    # The other solvers answer as they are: --no-refine would change nothing, so it is refused.
+    for solver in ('network+refine', 'refine-from-zero', 'analytic'):
+        with pytest.raises(SystemExit):
+            parse_args([*pose, '--solver', solver, '--no-refine'])

@@ -1124,7 +1124,7 @@ def test_a_start_a_tick_past_a_limit_that_is_its_reach_starts_from_the_limit():
     result = follow_path(OMX_CHAIN, poses, curve[0] + [0.0, 4e-4, 0.0, 0.0])
     assert result.success, result.reason
     np.testing.assert_allclose(result.joints, curve, atol=1e-4)
-    with pytest.raises(ValueError, match='joint2 = 1.5200 rad is outside its reach'):
+    with pytest.raises(ValueError, match=r'joint2 = 1\.5200 rad is outside its reach'):
         follow_path(OMX_CHAIN, poses, curve[0] + [0.0, 0.02, 0.0, 0.0])
 
 
