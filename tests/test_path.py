@@ -229,6 +229,20 @@ def test_a_redundant_arm_keeps_its_joints_inside_the_limits():
     assert followed >= 3
 
 
+def test_an_arm_with_joints_to_spare_stays_where_it_is_at_a_target_it_is_at():
+    # Positions of the OM-X (the tool pitch spare): the pull towards the middle of the limits
+    # must not move an arm that is at the target already.
+    curve = np.array([0.2, -0.3, 0.4, 0.9]) + np.linspace(0.0, 0.2, 8)[:, None] * [1, 1, -1, 0]
+    positions, _ = forward_kinematics(OMX_CHAIN, curve)
+    for targets in (positions[:1], positions[[0] * 5], positions):
+        result = follow_path(OMX_CHAIN, targets, curve[0])
+        assert result.success, result.reason
+        np.testing.assert_array_equal(result.joints[0], curve[0])
+    np.testing.assert_array_equal(
+        follow_path(OMX_CHAIN, positions[[0] * 5], curve[0]).joints, curve[[0] * 5]
+    )
+
+
 def squared_travel(joints: np.ndarray) -> float:
     return float((np.diff(joints, axis=0) ** 2).sum())
 

@@ -21,7 +21,7 @@ from iknet_core.solvers import (
     constant_proposer,
 )
 from iknet_core.solvers.base import check_pose
-from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES
+from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
 from iknet_core.solvers.policy import BranchPolicy, joint_bounds
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
@@ -465,3 +465,25 @@ def test_a_non_finite_row_of_a_batch_is_answered_as_a_miss_not_a_failure(name):
     assert np.isnan(position_errors[1])
     np.testing.assert_array_equal(joints[[0, 2]], alone)
     np.testing.assert_array_equal(position_errors[[0, 2]], alone_errors)
+
+
+def test_refine_from_zero_asked_for_several_solutions_finds_other_branches():
+    # One seed finds one solution; asked for several, it refines seeds spread over the limits
+    # too: a UR5's eight arm poses of a target (shoulder, elbow, wrist each two ways).
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.metrics import distinct_solutions
+    from iknet_core.solvers.policy import full_turn_joints
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    ur5 = named_chain('ur5')
+    solver = build_solver('refine-from-zero', ur5, settings=SolverSettings(tolerance=EXACT))
+    low, high = joint_bounds(ur5, 'limits')
+    q = np.random.default_rng(1).uniform(low, high, (5, ur5.n_joints))
+    positions, rotations = forward_kinematics(ur5, q)
+    arms = []
+    for position, rotation in zip(positions, rotations, strict=True):
+        solutions = solver.solve(position, rotation, max_solutions=8)
+        exact = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
+        arms.append(len(distinct_solutions(exact, full_turn_joints(ur5))))  # not turn twins
+    assert np.mean(arms) >= 3, arms  # one seed: one arm

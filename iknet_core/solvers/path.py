@@ -852,6 +852,17 @@ def _follow(
     null_work = (np.empty((n, 6)), np.empty((n, spare)), np.empty(spare), np.empty(n), np.empty(n))
     for t in range(positions.shape[0]):
         current = out[t]
+        # A target the arm is at already (the first, where the path starts from the arm's pose; a
+        # repeated one): it stays, rather than drifting along the self-motion with the pull.
+        position_error, orientation_error = kernels.pose_error(
+            previous, positions[t], rotations[t], joints, tip
+        )
+        if kernels.meets(position_error, orientation_error, settings):
+            current[:] = previous
+            errors[t, 0], errors[t, 1] = position_error, orientation_error
+            status[t] = REACHED
+            before[:] = previous
+            continue
         best_key, best_step = (3.0, np.inf), np.inf
         position_error = orientation_error = np.inf
         # From the previous waypoint, and from it carried on at its last velocity: of the

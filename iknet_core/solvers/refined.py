@@ -20,7 +20,7 @@ from iknet_core.solvers.base import (
 )
 from iknet_core.solvers.network_kernel import forward_pose
 from iknet_core.solvers.parallel import run_in_blocks
-from iknet_core.solvers.policy import BranchPolicy, select_candidates
+from iknet_core.solvers.policy import BranchPolicy, joint_bounds, select_candidates
 from iknet_core.solvers.refine import Refinement, Refiner
 from iknet_core.solvers.result import Solutions
 
@@ -51,6 +51,9 @@ SAMPLES_PER_SOLUTION = 2
 # draw, 997 (940) with two more rounds, in 15 % more time.
 TOP_UP_ROUNDS = 2
 MAX_CANDIDATES = 4096
+# A solver with one seed (refine-from-zero) asked for several solutions refines this many seeds
+# per solution asked for as well, uniform inside the limits: its one seed finds one.
+SPREAD_SEEDS_PER_SOLUTION = 8
 
 
 @njit(cache=True)
@@ -248,6 +251,9 @@ class RefinedSolver:
         elif network is not None:
             network.forward_pose(position, rotation, hypotheses)
         one_proposed = len(hypotheses) == 1
+        if one_proposed and network is None and max_solutions > 1:
+            # One seed (refine-from-zero) finds one solution: for more, seeds spread too.
+            hypotheses = np.concatenate([hypotheses, self._spread_seeds(max_solutions)])
         if seed is not None:
             seed = check_seed(seed, self.chain)
             hypotheses = np.concatenate([seed[None], hypotheses])
@@ -276,6 +282,16 @@ class RefinedSolver:
         return self._inside_limits_first(
             solutions, position, rotation, seed, max_solutions, one_proposed
         )
+
+    def _spread_seeds(self, max_solutions: int) -> np.ndarray:
+        """SPREAD_SEEDS_PER_SOLUTION seeds per solution asked for (within MAX_CANDIDATES),
+        uniform inside the software limits, the same every call."""
+        count = min(
+            SPREAD_SEEDS_PER_SOLUTION * max_solutions,
+            MAX_CANDIDATES // self.policy.turn_variants,
+        )
+        low, high = joint_bounds(self.chain, 'limits')
+        return np.random.default_rng(0).uniform(low, high, (count, self.chain.n_joints))
 
     def _topped_up(
         self,
