@@ -145,6 +145,16 @@ def test_compiled_network_refuses_other_architectures():
         CompiledNetwork(build_model('reference'))
 
 
+def test_a_reference_model_on_the_compiled_backend_runs_in_torch(tmp_path):
+    # The reference IKNet, a baseline `iknet-train --model reference` offers, has no kernel:
+    # iknet-test and iknet-bench (compiled by default) refused it.
+    path = save_checkpoint(tmp_path / 'ref.pt', build_model('reference'), 'reference', OMX_CHAIN)
+    proposer = NetworkProposer(path, 'cpu', 'compiled')
+    assert proposer.backend == 'torch' and 'on torch' in proposer.describe()
+    positions, rotations = forward_kinematics(OMX_CHAIN, np.zeros((3, 4)))
+    assert proposer(positions, rotations).shape == (3, 1, 4)
+
+
 def test_unknown_backend_and_solver_are_clear_errors(model_path):
     with pytest.raises(ValueError, match='backend must be one of'):
         NetworkProposer(model_path, 'cpu', 'tensorrt')

@@ -26,7 +26,7 @@ from iknet_core.networks import MixtureIKNet
 from iknet_core.resources import DEFAULT_MODEL, SEED_MODEL, shipped
 from iknet_core.solvers.base import check_poses
 from iknet_core.solvers.mixture_kernel import CompiledMixture
-from iknet_core.solvers.network_kernel import CompiledNetwork
+from iknet_core.solvers.network_kernel import CompiledNetwork, compiles
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,10 @@ class NetworkProposer:
         # per call from a fixed generator, so blocks would repeat each other's draws.
         self._in_blocks = self.device.type == 'cpu' and not sampled
         self._sampler = None
+        if backend == 'compiled' and not (sampled or compiles(checkpoint.model)):
+            # The reference IKNet (a baseline) has no numba kernel: it runs in torch.
+            logger.info('%s (%s) runs in torch: it does not compile', model_path, self.model_type)
+            self.backend = backend = 'torch'
         if backend == 'compiled' and sampled:
             self._sampler = CompiledMixture(checkpoint.model)
         elif backend == 'compiled':

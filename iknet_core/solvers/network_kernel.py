@@ -182,13 +182,18 @@ def values(tensor: torch.Tensor, dtype: type) -> np.ndarray:
     return tensor.detach().cpu().double().numpy().astype(dtype).ravel()
 
 
+def compiles(model: torch.nn.Module) -> bool:
+    """Whether CompiledNetwork takes model: a MultiHypothesisIKNet."""
+    from iknet_core.networks import MultiHypothesisIKNet
+
+    return isinstance(model, MultiHypothesisIKNet)
+
+
 class CompiledNetwork:
     """A MultiHypothesisIKNet as numba arrays: (B, 3), (B, 3, 3) -> (B, K, n) rad."""
 
     def __init__(self, model: MultiHypothesisIKNet) -> None:
-        from iknet_core.networks import MultiHypothesisIKNet
-
-        if not isinstance(model, MultiHypothesisIKNet):
+        if not compiles(model):
             raise ValueError(f'only MultiHypothesisIKNet compiles, got {type(model).__name__}')
 
         config = model.config
