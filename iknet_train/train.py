@@ -63,6 +63,12 @@ from iknet_train.data import (
     time_block_split,
 )
 from iknet_train.losses import LOSSES, mixture_loss
+from iknet_train.run_record import (
+    check_resumed_run,
+    keep_unfinished_snapshot,
+    run_record,
+    write_run_record,
+)
 from iknet_train.schedules import adam, adopt_kernels, one_cycle
 from iknet_train.synthetic import parse_ranges, synthetic_samples
 from iknet_train.time_budget import TimeBudget
@@ -336,6 +342,11 @@ def check_flags(args: argparse.Namespace) -> None:
         )
     if args.resume is not None and not args.resume.is_file():
         raise FileNotFoundError(f'no snapshot at {args.resume}')
+    if args.init_from is not None and args.save_model.resolve() == args.init_from.resolve():
+        raise ValueError(
+            f'--save-model {args.save_model} is the --init-from model: the run would write over '
+            'the model it starts from; give another --save-model'
+        )
 
 
 def model_overrides(args: argparse.Namespace) -> dict:
@@ -533,6 +544,11 @@ def train(
         key: value if getattr(args, key, None) is None else getattr(args, key)
         for key, value in asdict(defaults).items()
     }
+    record = run_record(
+        chain.to_dict(), args.model, model_config, settings, args.seed, args.sample_fk_weight
+    )
+    if args.resume is not None:
+        check_resumed_run(args.resume, record)
     train_set, val_set, counts = split_data(args, chain, recorded_data(args, chain))
     logger.info(
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
@@ -624,6 +640,9 @@ def train(
         manager.extend(extension)
     if not args.no_progress:
         manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
+    # From here this run writes its own snapshot: a stopped run's in --out is kept aside.
+    keep_unfinished_snapshot(args.out / SNAPSHOT_FILE, args.resume)
+    write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
     if snapshot is not None:
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         for saved in snapshot.get('optimizers', {}).values():
@@ -712,6 +731,7 @@ def train(
         'torch': str(torch.__version__),
     }
     path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)
+    write_run_record(args.out / SNAPSHOT_FILE, record, finished=True)
     logger.info(
         'wrote %s after %d epochs in %.0f s (best val loss %.3g)',
         path,

@@ -80,6 +80,13 @@ def test_a_fine_tune_refuses_what_would_change_the_architecture(tmp_path: Path, 
     urdf.write_text(chain_to_urdf(three))
     assert train_main([*common, '--urdf', str(urdf), '--base', 'world', '--tip', 'link4']) == 1
     assert 'a fine-tune needs the same joint count' in capsys.readouterr().err
+    # Its own base as --save-model: refused before a byte is written over it.
+    copy = tmp_path / 'base.pt'
+    copy.write_bytes(shipped(DEFAULT_MODEL).read_bytes())
+    own = ['--init-from', str(copy), '--data', '--synthetic', '100', '--out', str(tmp_path)]
+    assert train_main([*own, '--save-model', str(copy)]) == 1
+    assert 'is the --init-from model' in capsys.readouterr().err
+    assert copy.read_bytes() == shipped(DEFAULT_MODEL).read_bytes()
 
 
 @pytest.mark.filterwarnings('ignore:val/loss is not in observation')

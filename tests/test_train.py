@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -337,9 +338,13 @@ def test_short_runs_train_on_a_one_cycle_schedule(recording: Path, tmp_path: Pat
         # Another run length: the snapshot's one-cycle schedule has a fixed length.
         (('--epochs', '4', '--model-config', SMALL),
          ('--resume carries a run on with the flags it was started with', '--init-from')),
-        # Another architecture: named, with torch's own words for the layer.
+        # Another architecture, another rate, another seed: named from the run's record.
         (('--epochs', '2', '--model-config', '{"width": 16, "n_blocks": 1}'),
-         ('is a snapshot of another model than these flags build', 'size mismatch')),
+         ('was started with other flags', 'width: 32 then, 16 now')),
+        (('--epochs', '2', '--model-config', SMALL, '--lr', '0.5'),
+         ('was started with other flags', 'lr: 0.005 then, 0.5 now')),
+        (('--epochs', '2', '--model-config', SMALL, '--seed', '7'),
+         ('was started with other flags', 'seed: 0 then, 7 now')),
     ],
 )  # fmt: skip
 def test_resume_refuses_flags_that_do_not_carry_the_run_on(
@@ -350,6 +355,43 @@ def test_resume_refuses_flags_that_do_not_carry_the_run_on(
     assert train(recording, tmp_path / 'on', '--resume', snapshot, *flags) == 1
     error = capsys.readouterr().err
     assert all(words in error for words in said), error
+
+
+def test_resume_refuses_a_snapshot_of_another_arm(tmp_path: Path) -> None:
+    from iknet_train.run_record import check_resumed_run, run_record, write_run_record
+
+    settings = {'lr': 0.005, 'batch_size': 256, 'epochs': 2}
+    started = run_record(OMX_CHAIN.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    other = replace(OMX_CHAIN, name='other_arm')
+    snapshot = tmp_path / 'snapshot'
+    write_run_record(snapshot, started, finished=False)
+    check_resumed_run(snapshot, started)  # the same run: carried on
+    check_resumed_run(
+        snapshot, run_record(OMX_CHAIN.to_dict(), 'iknet', {}, {**settings, 'epochs': 3}, 0, 0.0)
+    )
+    again = run_record(other.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    with pytest.raises(ValueError, match=r"for arm 'open_manipulator_x'.* for 'other_arm'"):
+        check_resumed_run(snapshot, again)
+    longer = replace(OMX_CHAIN, tip_xyz=(0.2, 0.0, 0.0))
+    again = run_record(longer.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    with pytest.raises(ValueError, match='whose joints or links differ'):
+        check_resumed_run(snapshot, again)
+
+
+def test_a_new_run_keeps_a_stopped_runs_snapshot_aside(recording: Path, tmp_path: Path) -> None:
+    assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
+    record = tmp_path / 'snapshot.json'
+    assert json.loads(record.read_text())['finished'] is True
+    # As a run stopped after an epoch leaves it: its snapshot, and a record not finished.
+    record.write_text(record.read_text().replace('"finished": true', '"finished": false'))
+    stopped = (tmp_path / 'snapshot').read_bytes()
+    assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL, '--seed', '3') == 0
+    (kept,) = tmp_path.glob('snapshot.unfinished-*[0-9]')
+    assert kept.read_bytes() == stopped
+    assert json.loads(Path(f'{kept}.json').read_text())['seed'] == 0
+    # A finished run's snapshot is written over: its model was saved.
+    assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
+    assert len(list(tmp_path.glob('snapshot.unfinished-*[0-9]'))) == 1
 
 
 def test_loss_does_not_care_which_2pi_copy_of_joint1_was_recorded() -> None:

@@ -1,0 +1,116 @@
+"""What an iknet-train run in an --out folder was started with, and whether it finished.
+
+The snapshot --resume carries on is pytorch-pfn-extras' state (model, optimizer, schedule), which
+says nothing of the arm or the flags: a run resumed with another arm's flags trained on and
+labelled the model as that arm's. And a new run in the same --out wrote its snapshot over a
+stopped run's, so that run could no longer be carried on. The record beside the snapshot makes
+both checkable. It is the snapshot's name with .json added, and moves with it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Flags that may differ when a run is resumed: --epochs takes the place of --max-time (the
+# iteration count is checked against the snapshot's schedule instead).
+RESUME_MAY_CHANGE = ('epochs',)
+
+
+def run_record(
+    chain: dict[str, Any],
+    model: str,
+    model_config: dict[str, Any],
+    settings: dict[str, Any],
+    seed: int,
+    sample_fk_weight: float,
+) -> dict[str, Any]:
+    """The record of a run: its arm (Chain.to_dict()), model and the flags that shape it, as
+    JSON gives them back (tuples as lists), so that a record read compares equal."""
+    record = {
+        'chain': chain,
+        'model': model,
+        'model_config': model_config,
+        'settings': {k: v for k, v in settings.items() if k not in RESUME_MAY_CHANGE},
+        'seed': seed,
+        'sample_fk_weight': sample_fk_weight,
+    }
+    return json.loads(json.dumps(record))
+
+
+def record_path(snapshot: Path) -> Path:
+    """Where the record of the run a snapshot (path) is of lies."""
+    return snapshot.with_name(f'{snapshot.name}.json')
+
+
+def write_run_record(snapshot: Path, record: dict[str, Any], finished: bool) -> None:
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({**record, 'finished': finished}, indent=2, sort_keys=True) + '\n'
+    record_path(snapshot).write_text(text)
+
+
+def read_run_record(snapshot: Path) -> dict[str, Any] | None:
+    """The record of the run snapshot is of; None where there is none (a run before records)
+    or it is not readable JSON (a crash mid-write: the checks it serves are then skipped)."""
+    try:
+        record = json.loads(record_path(snapshot).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def check_resumed_run(snapshot: Path, record: dict[str, Any]) -> None:
+    """ValueError naming what differs between the run the snapshot is of (its record, beside
+    it) and these flags' run."""
+    started = read_run_record(snapshot)
+    if started is None:
+        return
+    differs = [key for key in record if key in started and started[key] != record[key]]
+    if 'chain' in differs:
+        before, now = started['chain'].get('name'), record['chain'].get('name')
+        arms = f'{before!r}; these flags train for {now!r}'
+        if before == now:
+            arms = f"{before!r} whose joints or links differ from these flags' arm"
+        raise ValueError(
+            f'--resume {snapshot} is a snapshot of a run for arm {arms}: give the --chain/--urdf '
+            '(or --data) the run was started with'
+        )
+    if differs:
+        details = '; '.join(_difference(key, started[key], record[key]) for key in sorted(differs))
+        raise ValueError(
+            f'--resume {snapshot} was started with other flags ({details}): --resume carries a '
+            'run on with the flags it was started with; to train further from its model, start '
+            'a new run with --init-from the checkpoint it saved'
+        )
+
+
+def _difference(key: str, before: Any, now: Any) -> str:
+    if isinstance(before, dict) and isinstance(now, dict):
+        keys = sorted(k for k in {*before, *now} if before.get(k) != now.get(k))
+        return ', '.join(f'{k}: {before.get(k)!r} then, {now.get(k)!r} now' for k in keys)
+    return f'{key}: {before!r} then, {now!r} now'
+
+
+def keep_unfinished_snapshot(snapshot: Path, resume: Path | None) -> Path | None:
+    """Move snapshot (a run's --out/snapshot) aside with its record where that run did not
+    finish (its record says so), rather than let this run write over it; the path it was moved
+    to, or None. Not the snapshot this run resumes: it carries that one on."""
+    record = read_run_record(snapshot)
+    if not snapshot.is_file() or record is None or record.get('finished', True):
+        return None
+    if resume is not None and resume.resolve() == snapshot.resolve():
+        return None
+    kept = snapshot.with_name(f'{snapshot.name}.unfinished-{time.strftime("%Y%m%d-%H%M%S")}')
+    snapshot.rename(kept)
+    record_path(snapshot).rename(record_path(kept))
+    logger.warning(
+        '%s held the snapshot of a run that did not finish: kept as %s (carry that run on '
+        'with its flags and --resume %s)',
+        snapshot.parent, kept, kept,
+    )  # fmt: skip
+    return kept
