@@ -102,8 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def evaluate(args: argparse.Namespace) -> dict:
     """Accuracy and speed of the model on the test poses; writes the JSON and plots."""
-    if args.timing_queries < 1:
-        raise ValueError(f'--timing-queries must be >= 1, got {args.timing_queries}')
+    for flag in ('timing_queries', 'batch_size'):
+        if getattr(args, flag) < 1:
+            raise ValueError(f'--{flag.replace("_", "-")} must be >= 1, got {getattr(args, flag)}')
     about, solver = method_under_test(args)
     chain = solver.chain
     poses, joints, source = target_poses(args, chain, TEST_DATA)

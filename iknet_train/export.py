@@ -7,6 +7,7 @@ the solver stack ranks them by FK error, as it does for every network backend.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from iknet_core.checkpoint import load_checkpoint
+from iknet_core.checkpoint import load_checkpoint, partial_path
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import joint_differences
 from iknet_core.onnx_graph import ExportedNetwork, stamp_source, write_onnx
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-export', 'the file that was there is left as it was')
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -132,10 +135,17 @@ def export(
     poses, _ = synthetic_samples(checkpoint.chain, check_samples, seed)
     poses = torch.as_tensor(poses, dtype=torch.float32)
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_onnx(wrapper, checkpoint.chain, output, opset)
-    differences, beyond = compare_with_torch(output, wrapper, poses, checkpoint.chain)
-    if beyond <= CHECK_SHARE:  # only a graph that passed is served for the checkpoint
-        stamp_source(output, model_path)
+    # Written and checked beside the output, then renamed: an export stopped part-way leaves
+    # the file that was there, not an unchecked one under its name.
+    partial = partial_path(output)
+    try:
+        write_onnx(wrapper, checkpoint.chain, partial, opset)
+        differences, beyond = compare_with_torch(partial, wrapper, poses, checkpoint.chain)
+        if beyond <= CHECK_SHARE:  # only a graph that passed is served for the checkpoint
+            stamp_source(partial, model_path)
+        os.replace(partial, output)
+    finally:
+        partial.unlink(missing_ok=True)
     return output, differences, beyond
 
 

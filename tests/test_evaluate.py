@@ -88,6 +88,8 @@ def test_a_broken_model_file_fails_with_a_message(files, tmp_path: Path, capsys)
     assert 'not a readable iknet checkpoint' in capsys.readouterr().err
     assert main(['--data', str(recording), '--plots', '', '--timing-queries', '-1']) == 1
     assert '--timing-queries must be >= 1, got -1' in capsys.readouterr().err
+    assert main(['--data', str(recording), '--plots', '', '--batch-size', '0']) == 1
+    assert '--batch-size must be >= 1, got 0' in capsys.readouterr().err
     (tmp_path / 'file').write_text('')
     for flags, message in (  # refused before the evaluation, not after it
         (('--json', str(tmp_path)), 'is a directory; give a file name'),

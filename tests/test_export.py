@@ -192,3 +192,22 @@ def test_only_a_graph_exported_from_the_checkpoint_itself_is_served_beside_it(
     garbage = tmp_path / 'bad.onnx'
     garbage.write_bytes(b'not a graph')
     assert not exported_from(garbage, mine)
+
+
+def test_an_export_stopped_during_its_check_leaves_the_earlier_file(
+    model_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch
+) -> None:
+    import os
+    import signal
+
+    output = tmp_path / 'model.onnx'
+    output.write_bytes(b'an earlier export')
+
+    def stopped(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # as kill or a job scheduler stops it
+
+    monkeypatch.setattr('iknet_train.export.compare_with_torch', stopped)
+    assert main(['--model', str(model_path), '--output', str(output)]) == 128 + signal.SIGTERM
+    assert 'iknet-export: interrupted' in capsys.readouterr().err
+    assert output.read_bytes() == b'an earlier export'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['model.onnx']

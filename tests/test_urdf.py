@@ -194,6 +194,7 @@ BAD_DESCRIPTIONS = {
                         "an element lacks its required 'name' attribute"),
     'no tip link': (chain_to_urdf(OMX_CHAIN), 'world', '', "got 'world' and ''"),
     'no such file': ('/nonexistent/arm.urdf', 'a', 'b', '/nonexistent/arm.urdf does not exist'),
+    'a folder': ('/', 'a', 'b', 'robot description / is a folder'),
 }  # fmt: skip
 
 

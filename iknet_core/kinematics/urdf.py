@@ -40,6 +40,8 @@ def read_description(source: str | Path) -> str:
     if text.lstrip().startswith('<'):
         return text
     path = Path(source)
+    if path.is_dir():
+        raise UrdfError(f'robot description {path} is a folder, not a .urdf or .urdf.xacro file')
     if not path.is_file():
         raise UrdfError(f'robot description {path} does not exist')
     if path.suffix == '.xacro':
