@@ -9,6 +9,7 @@ both checkable. It is the snapshot's name with .json added, and moves with it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -20,6 +21,16 @@ logger = logging.getLogger(__name__)
 # Flags that may differ when a run is resumed: --epochs takes the place of --max-time (the
 # iteration count is checked against the snapshot's schedule instead).
 RESUME_MAY_CHANGE = ('epochs',)
+# iknet-train's flags (argparse dests) recorded besides the settings: what the samples and the
+# loss are. Not --data's paths (recordings may move) nor --amp and --device (another machine).
+RECORDED_FLAGS = (
+    'seed',
+    'sample_fk_weight',
+    'synthetic',
+    'synthetic_ranges',
+    'train_val_ratio',
+    'val_block_s',
+)
 
 
 def run_record(
@@ -27,18 +38,17 @@ def run_record(
     model: str,
     model_config: dict[str, Any],
     settings: dict[str, Any],
-    seed: int,
-    sample_fk_weight: float,
+    flags: dict[str, Any],
 ) -> dict[str, Any]:
-    """The record of a run: its arm (Chain.to_dict()), model and the flags that shape it, as
-    JSON gives them back (tuples as lists), so that a record read compares equal."""
+    """The record of a run: its arm (Chain.to_dict()), model, the settings its flags and the
+    model's defaults make, and other flags that shape it (RECORDED_FLAGS), as JSON gives them
+    back (tuples as lists), so that a record read compares equal."""
     record = {
         'chain': chain,
         'model': model,
         'model_config': model_config,
         'settings': {k: v for k, v in settings.items() if k not in RESUME_MAY_CHANGE},
-        'seed': seed,
-        'sample_fk_weight': sample_fk_weight,
+        **{flag: flags[flag] for flag in RECORDED_FLAGS},
     }
     return json.loads(json.dumps(record))
 
@@ -49,6 +59,8 @@ def record_path(snapshot: Path) -> Path:
 
 
 def write_run_record(snapshot: Path, record: dict[str, Any], finished: bool) -> None:
+    """Write the record beside snapshot: when the run has written that snapshot (its own, not
+    an earlier run's), and once more when it finishes."""
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({**record, 'finished': finished}, indent=2, sort_keys=True) + '\n'
     record_path(snapshot).write_text(text)
@@ -105,7 +117,12 @@ def keep_unfinished_snapshot(snapshot: Path, resume: Path | None) -> Path | None
         return None
     if resume is not None and resume.resolve() == snapshot.resolve():
         return None
-    kept = snapshot.with_name(f'{snapshot.name}.unfinished-{time.strftime("%Y%m%d-%H%M%S")}')
+    stamp = time.strftime('%Y%m%d-%H%M%S')
+    kept = snapshot.with_name(f'{snapshot.name}.unfinished-{stamp}')
+    for count in itertools.count(2):  # never over one kept in the same second
+        if not (kept.exists() or record_path(kept).exists()):
+            break
+        kept = snapshot.with_name(f'{snapshot.name}.unfinished-{stamp}-{count}')
     snapshot.rename(kept)
     record_path(snapshot).rename(record_path(kept))
     logger.warning(

@@ -544,9 +544,7 @@ def train(
         key: value if getattr(args, key, None) is None else getattr(args, key)
         for key, value in asdict(defaults).items()
     }
-    record = run_record(
-        chain.to_dict(), args.model, model_config, settings, args.seed, args.sample_fk_weight
-    )
+    record = run_record(chain.to_dict(), args.model, model_config, settings, vars(args))
     if args.resume is not None:
         check_resumed_run(args.resume, record)
     train_set, val_set, counts = split_data(args, chain, recorded_data(args, chain))
@@ -640,9 +638,6 @@ def train(
         manager.extend(extension)
     if not args.no_progress:
         manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
-    # From here this run writes its own snapshot: a stopped run's in --out is kept aside.
-    keep_unfinished_snapshot(args.out / SNAPSHOT_FILE, args.resume)
-    write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
     if snapshot is not None:
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         for saved in snapshot.get('optimizers', {}).values():
@@ -657,6 +652,8 @@ def train(
                 'before local frames: --model-config \'{"local_frames": false}\')'
             ) from None
         logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
+    # This run's first snapshot would write over a stopped run's in --out: that is kept aside.
+    keep_unfinished_snapshot(args.out / SNAPSHOT_FILE, args.resume)
 
     # fp16 gradients underflow without loss scaling; bf16 and float32 need none.
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp == 'fp16')
@@ -672,6 +669,7 @@ def train(
                 lambda: [validate(*batch) for batch in val_loader],
             )
     planned_epochs = epochs
+    recorded = False
     while not manager.stop_trigger and manager.epoch < planned_epochs:
         if budget is not None and manager.epoch > 0 and budget.out_of_time():
             logger.info('--max-time reached after %d epochs', manager.epoch)
@@ -709,6 +707,9 @@ def train(
                     epochs,
                     budget.timing(),
                 )
+        if not recorded:  # this run's first snapshot is written (ppe's, at the epoch's end)
+            write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
+            recorded = True
 
     manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
     best.restore()

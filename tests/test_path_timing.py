@@ -69,5 +69,27 @@ def test_a_straight_line_takes_the_trapezoid_and_a_reversal_about_two():
     assert 2.0 * leg <= time_stamps(out_and_back(), VELOCITY, ACCELERATION)[-1] <= 2.2 * leg
 
 
+def test_whole_number_limits_time_as_their_floats():
+    line = np.linspace(0.0, 1.0, 100)[:, None] * np.ones((1, 2))
+    np.testing.assert_allclose(time_stamps(line, 1, 2), time_stamps(line, 1.0, 2.0))
+
+
+def test_the_limits_hold_where_the_caps_are_lowered_and_where_they_never_settle(monkeypatch):
+    # Panda curves need the finite-difference check to lower the caps (2 to 12 passes); with
+    # one pass allowed, the whole trajectory is slowed evenly instead.
+    from iknet_core.kinematics.robots import example_robots_dir, named_chain
+    from iknet_core.solvers import path_timing
+
+    if example_robots_dir() is None:
+        pytest.skip('example-robot-data is not installed')
+    curves = smooth_joint_paths(named_chain('panda'), 20, 100, seed=0)
+    for passes in (path_timing.ACCELERATION_PASSES, 1):
+        monkeypatch.setattr(path_timing, 'ACCELERATION_PASSES', passes)
+        for curve in curves:
+            speed, acceleration = finite_differences(curve, time_stamps(curve))
+            assert speed <= VELOCITY * (1 + 1e-6)
+            assert acceleration <= ACCELERATION * (1 + 1e-6)
+
+
 def test_a_single_waypoint_is_at_zero():
     np.testing.assert_array_equal(time_stamps(np.zeros((1, 4))), [0.0])

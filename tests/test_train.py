@@ -22,11 +22,11 @@ from iknet_core.kinematics.omx_ik import OmxAnalyticIK
 from iknet_core.networks import build_model
 from iknet_core.resources import DEFAULT_MODEL, shipped
 from iknet_core.solvers.policy import joint_bounds
-from iknet_train.losses import multi_hypothesis_loss
+from iknet_train.losses import LOSSES, multi_hypothesis_loss
 from iknet_train.schedules import adopt_kernels, one_cycle
 from iknet_train.synthetic import synthetic_samples, write_recording
 from iknet_train.time_budget import epochs_that_fit
-from iknet_train.train import main
+from iknet_train.train import build_parser, main
 
 SMALL = '{"width": 32, "n_blocks": 1}'
 
@@ -361,19 +361,20 @@ def test_resume_refuses_a_snapshot_of_another_arm(tmp_path: Path) -> None:
     from iknet_train.run_record import check_resumed_run, run_record, write_run_record
 
     settings = {'lr': 0.005, 'batch_size': 256, 'epochs': 2}
-    started = run_record(OMX_CHAIN.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    flags = vars(build_parser().parse_args([]))
+    started = run_record(OMX_CHAIN.to_dict(), 'iknet', {}, settings, flags)
     other = replace(OMX_CHAIN, name='other_arm')
     snapshot = tmp_path / 'snapshot'
     write_run_record(snapshot, started, finished=False)
     check_resumed_run(snapshot, started)  # the same run: carried on
     check_resumed_run(
-        snapshot, run_record(OMX_CHAIN.to_dict(), 'iknet', {}, {**settings, 'epochs': 3}, 0, 0.0)
+        snapshot, run_record(OMX_CHAIN.to_dict(), 'iknet', {}, {**settings, 'epochs': 3}, flags)
     )
-    again = run_record(other.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    again = run_record(other.to_dict(), 'iknet', {}, settings, flags)
     with pytest.raises(ValueError, match=r"for arm 'open_manipulator_x'.* for 'other_arm'"):
         check_resumed_run(snapshot, again)
     longer = replace(OMX_CHAIN, tip_xyz=(0.2, 0.0, 0.0))
-    again = run_record(longer.to_dict(), 'iknet', {}, settings, 0, 0.0)
+    again = run_record(longer.to_dict(), 'iknet', {}, settings, flags)
     with pytest.raises(ValueError, match='whose joints or links differ'):
         check_resumed_run(snapshot, again)
 
@@ -392,6 +393,37 @@ def test_a_new_run_keeps_a_stopped_runs_snapshot_aside(recording: Path, tmp_path
     # A finished run's snapshot is written over: its model was saved.
     assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
     assert len(list(tmp_path.glob('snapshot.unfinished-*[0-9]'))) == 1
+
+
+@pytest.mark.filterwarnings('ignore:val/loss is not in observation')
+def test_a_snapshot_without_a_record_is_checked_by_its_model_and_a_wrong_try_costs_nothing(
+    recording: Path, tmp_path: Path, capsys
+) -> None:
+    # As a run from before records left it.
+    assert train(recording, tmp_path / 'run', '--epochs', '2', '--model-config', SMALL) == 0
+    (tmp_path / 'run' / 'snapshot.json').unlink()
+    snapshot = str(tmp_path / 'run' / 'snapshot')
+    other = ('--epochs', '2', '--model-config', '{"width": 16, "n_blocks": 1}')
+    assert train(recording, tmp_path / 'on', '--resume', snapshot, *other) == 1
+    assert 'is a snapshot of another model than these flags build' in capsys.readouterr().err
+    flags = ('--epochs', '2', '--model-config', SMALL)
+    assert train(recording, tmp_path / 'on', '--resume', snapshot, *flags) == 0
+
+
+def test_a_run_that_stops_before_its_first_snapshot_leaves_the_last_record(
+    recording: Path, tmp_path: Path, monkeypatch
+) -> None:
+    assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
+    before = (tmp_path / 'snapshot.json').read_text()
+
+    def failing(*args, **kwargs):
+        raise ValueError('stopped in the first epoch')
+
+    monkeypatch.setitem(LOSSES, 'iknet', failing)
+    assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL, '--seed', '5') == 1
+    # The record still describes the snapshot beside it: the finished run's, seed 0.
+    assert (tmp_path / 'snapshot.json').read_text() == before
+    assert not list(tmp_path.glob('snapshot.unfinished-*'))
 
 
 def test_loss_does_not_care_which_2pi_copy_of_joint1_was_recorded() -> None:

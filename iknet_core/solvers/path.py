@@ -852,17 +852,20 @@ def _follow(
     null_work = (np.empty((n, 6)), np.empty((n, spare)), np.empty(spare), np.empty(n), np.empty(n))
     for t in range(positions.shape[0]):
         current = out[t]
-        # A target the arm is at already (the first, where the path starts from the arm's pose; a
-        # repeated one): it stays, rather than drifting along the self-motion with the pull.
-        position_error, orientation_error = kernels.pose_error(
-            previous, positions[t], rotations[t], joints, tip
-        )
-        if kernels.meets(position_error, orientation_error, settings):
-            current[:] = previous
-            errors[t, 0], errors[t, 1] = position_error, orientation_error
-            status[t] = REACHED
-            before[:] = previous
-            continue
+        # The first target where the path starts at the arm's pose, or a target repeated: the
+        # arm stays, rather than drifting along the self-motion with the pull. (Not any target
+        # within the tolerance of the last joints: under a tolerance wider than the spacing the
+        # arm would stop and go.)
+        if t == 0 or _same_target(positions, rotations, t):
+            position_error, orientation_error = kernels.pose_error(
+                previous, positions[t], rotations[t], joints, tip
+            )
+            if kernels.meets(position_error, orientation_error, settings):
+                current[:] = previous
+                errors[t, 0], errors[t, 1] = position_error, orientation_error
+                status[t] = REACHED
+                before[:] = previous
+                continue
         best_key, best_step = (3.0, np.inf), np.inf
         position_error = orientation_error = np.inf
         # From the previous waypoint, and from it carried on at its last velocity: of the
@@ -907,6 +910,19 @@ def _follow(
         before[:] = previous
         previous[:] = current
     return positions.shape[0]
+
+
+@njit(cache=True)
+def _same_target(positions, rotations, t):
+    """Whether target t (t >= 1) is target t - 1 again."""
+    for i in range(positions.shape[1]):
+        if positions[t, i] != positions[t - 1, i]:
+            return False
+    for i in range(3):
+        for j in range(3):
+            if rotations[t, i, j] != rotations[t - 1, i, j]:
+                return False
+    return True
 
 
 @njit(cache=True)

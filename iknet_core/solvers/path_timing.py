@@ -73,6 +73,7 @@ def time_stamps(
     last) at most max_acceleration: the arm slows for a corner or a reversal, and stands still
     at a repeated waypoint, at least MIN_SEGMENT_S after the last.
     """
+    max_velocity, max_acceleration = float(max_velocity), float(max_acceleration)
     if not (max_velocity > 0.0 and max_acceleration > 0.0):
         raise ValueError(
             f'velocity and acceleration limits must be > 0, got {max_velocity} rad/s and '

@@ -251,7 +251,7 @@ class RefinedSolver:
         elif network is not None:
             network.forward_pose(position, rotation, hypotheses)
         one_proposed = len(hypotheses) == 1
-        if one_proposed and network is None and max_solutions > 1:
+        if isinstance(self.proposer, ConstantProposer) and max_solutions > 1:
             # One seed (refine-from-zero) finds one solution: for more, seeds spread too.
             hypotheses = np.concatenate([hypotheses, self._spread_seeds(max_solutions)])
         if seed is not None:

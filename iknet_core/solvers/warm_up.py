@@ -21,6 +21,7 @@ from iknet_core.solvers.mixture_kernel import CompiledMixture
 from iknet_core.solvers.network import NetworkProposer
 from iknet_core.solvers.path import follow_path
 from iknet_core.solvers.path_smoothing import step_stands_out
+from iknet_core.solvers.path_timing import time_stamps
 from iknet_core.solvers.policy import joint_bounds
 from iknet_core.solvers.settings import DEFAULT_SETTINGS, SolverSettings
 
@@ -41,14 +42,15 @@ def exercise(solver: Solver) -> None:
 def exercise_path(chain: Chain, settings: SolverSettings = DEFAULT_SETTINGS) -> None:
     """follow_path's kernels once, on a three-waypoint path inside the limits; and its
     positions with a bound on the step that stops the path, so that (with a joint to spare)
-    the self-motion search compiles too; and the check of a step standing out, which a path
-    that short is not asked."""
+    the self-motion search compiles too; the check of a step standing out, which a path that
+    short is not asked; and the trajectory's time stamps (SolvePath's)."""
     low, high = joint_bounds(chain, 'limits')
     joints = np.clip(0.1 + np.array([[0.0], [0.01], [0.02]]), low, high)  # (3, n)
     poses = pose_from_joints(chain, joints)
     follow_path(chain, poses, joints[0], settings)
     follow_path(chain, poses[:, :3], joints[0], settings, max_step=1e-6)
     step_stands_out(joints, 1.0)
+    time_stamps(joints)
 
 
 def exercise_sampler(chain: Chain) -> None:
