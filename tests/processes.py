@@ -10,6 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+# How long a test waits for a node's services: a server's first start on a cold numba cache
+# compiles its kernels (about a minute, several on a busy 2-core machine; the wait ends as soon
+# as they are up).
+NODE_START_S = 300.0
+
 
 class ProcessGroup:
     """Starts processes in sessions of their own; stop_all sends SIGINT, then SIGKILL."""

@@ -9,6 +9,7 @@ import pytest
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
 from open_manipulator_msgs.srv import SetKinematicsPose
+from processes import NODE_START_S
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -68,7 +69,7 @@ def server(processes, tmp_path):
 def solve_client(server, ros):
     node = ros.node('test_client')
     client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    assert client.wait_for_service(timeout_sec=60.0), (server / 'server.log').read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), (server / 'server.log').read_text()
     return client
 
 
@@ -192,7 +193,7 @@ def test_solve_ik_answers_while_a_move_waits_for_a_silent_controller(processes, 
     node = ros.node('impatient')
     solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
-    assert solve.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    assert solve.wait_for_service(timeout_sec=NODE_START_S), (tmp_path / 'server.log').read_text()
     pose = test_poses(5)[1]
     goal = SetKinematicsPose.Request(path_time=1.0)
     goal.kinematics_pose.pose = solve_request(pose).target.pose
@@ -259,7 +260,7 @@ def test_trajectory_interface_publishes_the_solution(processes, ros, tmp_path):
         JointTrajectory, '/arm_controller/joint_trajectory', received.append, 10
     )
     mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
-    assert mover.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    assert mover.wait_for_service(timeout_sec=NODE_START_S), (tmp_path / 'server.log').read_text()
     target = test_poses(9)[4]
     goal = SetKinematicsPose.Request(path_time=2.5)
     goal.kinematics_pose.pose = solve_request(target).target.pose
@@ -287,7 +288,7 @@ def test_a_solver_the_server_cannot_serve_is_refused_when_set(processes, ros, tm
     )  # fmt: skip
     node = ros.node('parameter_client')
     solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    assert solve.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
+    assert solve.wait_for_service(timeout_sec=NODE_START_S), (tmp_path / 'server.log').read_text()
     setter = node.create_client(SetParameters, '/ik_server/set_parameters')
     results = {}
     for solver in ('network', 'refine-from-zero'):
@@ -313,7 +314,7 @@ def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, so
     )  # fmt: skip
     node = ros.node('pin_client')
     client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    assert client.wait_for_service(timeout_sec=120.0), (tmp_path / 'server.log').read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), (tmp_path / 'server.log').read_text()
     poses = test_poses(40)
     flags = build_parser().parse_args(['--solver', solver, '--device', 'cpu'])
     _, local = method_under_test(flags)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from chain_helpers import omx_with_one_turn_base
 from open_manipulator_msgs.srv import SetJointPosition, SetKinematicsPose
+from processes import NODE_START_S
 from rcl_interfaces.srv import GetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from recording_helpers import wait_for
@@ -39,7 +40,7 @@ def reachable_poses(count: int) -> tuple[np.ndarray, np.ndarray]:
 def assert_serves_the_long_arm(ros, log: Path) -> None:
     node = ros.node('urdf_client')
     client = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     # The service exists before the chain arrives (requests until then: "not ready").
     wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
     poses, _ = reachable_poses(10)
@@ -122,7 +123,7 @@ def test_a_continuous_joint_is_solved_and_moved_on_from_where_the_arm_is(process
         '-p', 'solver:=refine-from-zero', log=log,
     )  # fmt: skip
     mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
-    assert mover.wait_for_service(timeout_sec=90.0), log.read_text()
+    assert mover.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
     goal = np.array([3.1, 0.1, 0.2, 0.3])
     position, rotation = forward_kinematics(chain, goal)

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from processes import NODE_START_S
 
 from iknet.srv import SolveIK
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
@@ -534,7 +535,7 @@ def test_the_server_answers_max_solutions_with_distinct_sampled_solutions(
         '-p', 'solver:=network+refine', '-p', 'command_interface:=none', log=log,
     )  # fmt: skip
     client = ros.node('mixture_client').create_client(SolveIK, '/ik_server/solve_ik')
-    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     request = SolveIK.Request(max_solutions=16, position_only=True)
     request.target.header.frame_id = 'base'
     position = pose_from_joints(PLANAR, np.array([0.4, 1.2]))[:3]

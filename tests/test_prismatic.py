@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yourdfpy
+from processes import NODE_START_S
 from recording_helpers import wait_for
 from test_ik_server import solve_request
 from test_urdf import needs_example_robots, random_joints, worst_fk_difference, write
@@ -216,7 +217,7 @@ def test_server_answers_for_a_scara_with_its_slide_in_metres(processes, ros, tmp
     client = ros.node('scara_client').create_client(
         SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS
     )
-    assert client.wait_for_service(timeout_sec=90.0), log.read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     wait_for(lambda: 'ready in' in log.read_text(), 90.0, f'the server to log "ready" ({log})')
     joints = random_joints(SCARA, 5, seed=4)
     for pose, expected in zip(pose_from_joints(SCARA, joints), joints, strict=True):

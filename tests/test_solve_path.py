@@ -10,6 +10,7 @@ from chain_helpers import omx_with_one_turn_base
 from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
+from processes import NODE_START_S
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from test_path_timing import finite_differences
@@ -34,7 +35,7 @@ def client(processes, ros, tmp_path):
     )
     node = ros.node('path_client')
     client = node.create_client(SolvePath, '/ik_server/solve_path')
-    assert client.wait_for_service(timeout_sec=60.0), (tmp_path / 'server.log').read_text()
+    assert client.wait_for_service(timeout_sec=NODE_START_S), (tmp_path / 'server.log').read_text()
     return client
 
 
@@ -456,7 +457,7 @@ class SimulatedArm:
         self.ros = ros
         self.node = ros.node('path_mover')
         self.client = self.node.create_client(SolvePath, '/ik_server/solve_path')
-        assert self.client.wait_for_service(timeout_sec=60.0), self.log.read_text()
+        assert self.client.wait_for_service(timeout_sec=NODE_START_S), self.log.read_text()
         self.states, self.poses = [], []
         self.node.create_subscription(JointState, '/joint_states', self.states.append, 10)
         self.node.create_subscription(KinematicsPose, '/kinematics_pose', self.poses.append, 10)
@@ -541,7 +542,7 @@ def test_stop_holds_the_arm_partway_along_a_path_that_other_requests_did_not_wai
     assert ros.spin_until(lambda: arm.joints()[0] > start[0] + 0.1, 30.0), 'the arm does not move'
 
     stop = arm.node.create_client(Trigger, '/ik_server/stop')
-    assert stop.wait_for_service(timeout_sec=60.0), arm.log.read_text()
+    assert stop.wait_for_service(timeout_sec=NODE_START_S), arm.log.read_text()
     (request,) = readme_service_calls('/ik_server/stop', Trigger)
     stopped = ros.call(stop, request, timeout_s=60.0)
     assert stopped.success and 'holding at' in stopped.message, stopped.message
@@ -582,7 +583,7 @@ def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processe
     assert ros.spin_until(lambda: arm.joints()[0] > start[0] + 0.1, 30.0), 'the arm does not move'
     ros.spin_until(lambda: time.monotonic() - silent_since > 1.5, 5.0)  # the states go stale
     stop = arm.node.create_client(Trigger, '/ik_server/stop')
-    assert stop.wait_for_service(timeout_sec=60.0), arm.log.read_text()
+    assert stop.wait_for_service(timeout_sec=NODE_START_S), arm.log.read_text()
     stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0)
     assert stopped.success, stopped.message
     assert "the arm's latest joint states are" in stopped.message
