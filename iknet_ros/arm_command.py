@@ -176,15 +176,27 @@ class LegacyCommander(NewestGoal):
                 )
                 if not accepted:
                     replaced = reason == REPLACED
-                    (logger.info if replaced else logger.warning)(
+                    log_outcome(
+                        logger,
+                        replaced,
                         f'path: point {index} of {len(points)} not sent: {reason}'
-                        + ('' if replaced else '; the arm stays at the last point it took')
+                        + ('' if replaced else '; the arm stays at the last point it took'),
                     )
                     return
                 previous = due
             logger.info(f'path: {len(points)} goals sent to {self._client.srv_name}')
         except Exception:  # logged, never raised into the executor
             logger.error(f'path: sending its goals failed:\n{traceback.format_exc()}')
+
+
+def log_outcome(logger, expected: bool, message: str) -> None:
+    """message at info where the outcome was expected, else as a warning. rclpy ties one
+    severity to each logging call site, and a second from the same line raised ValueError
+    inside the server (it exited): one call site per severity."""
+    if expected:
+        logger.info(message)
+    else:
+        logger.warning(message)
 
 
 async def first_done(
@@ -333,10 +345,12 @@ class TrajectoryCommander(NewestGoal):
         else:
             status = GOAL_STATUS_NAMES.get(answer.status, str(answer.status))
             replaced = number < self._goals_sent
-            (logger.info if replaced else logger.warning)(
+            log_outcome(
+                logger,
+                replaced,
                 f'{self._action_name}: trajectory {status} (error_code '
                 f'{answer.result.error_code}): {answer.result.error_string}'
-                f'{"; a newer goal was sent" if replaced else ""}'
+                f'{"; a newer goal was sent" if replaced else ""}',
             )
 
 

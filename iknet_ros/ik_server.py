@@ -40,7 +40,7 @@ from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.policy import continuous_nearest
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
-from iknet_ros.arm_command import make_commander
+from iknet_ros.arm_command import log_outcome, make_commander
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 from iknet_ros.requests import (
@@ -452,9 +452,7 @@ class IKServer(Node):
                 self.chain.joint_names, present, STOP_TIME_S
             )
             response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
-        (self.get_logger().info if response.success else self.get_logger().warning)(
-            f'stop: {response.message}'
-        )
+        log_outcome(self.get_logger(), response.success, f'stop: {response.message}')
         return response
 
     def not_ready(self) -> str:

@@ -114,3 +114,15 @@ def test_a_signal_while_starting_stops_at_once(ros_env, signal_handlers):
     assert run_node(slow_start) is None
     assert time.monotonic() - started < 10.0
     assert not rclpy.ok()
+
+
+def test_an_outcome_is_logged_at_either_severity_from_one_place():
+    # rclpy ties one severity to each logging call site: a stop that held the arm and one that
+    # could not, logged from one line, raised ValueError and the server exited.
+    import rclpy.logging
+
+    from iknet_ros.arm_command import log_outcome
+
+    logger = rclpy.logging.get_logger('outcomes')
+    for expected in (True, False, True, False):
+        log_outcome(logger, expected, 'an outcome')
