@@ -8,6 +8,7 @@ off it plays a person moving the arm by hand.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -213,4 +214,4 @@ def main(args: list[str] | None = None) -> int | None:
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

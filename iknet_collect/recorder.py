@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 import socket
+import sys
 from typing import Any
 
 import rclpy
@@ -321,4 +322,4 @@ def main(args: list[str] | None = None) -> int:
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -15,6 +15,7 @@ import sys
 import time
 import traceback
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -75,6 +76,9 @@ class IKServer(Node):
         self.chain: Chain | None = None
         self.base_frame = self.config.base_frame
         config = self.config
+        if config.model_path and not Path(config.model_path).is_file():
+            # Now, not when a robot description arrives: the server would wait, then exit.
+            raise FileNotFoundError(f'no model file at {config.model_path}')
         if config.urdf or not config.robot_description_topic:
             self.prepare(config.urdf)
         self.add_on_set_parameters_callback(self.on_set_parameters)
@@ -340,12 +344,29 @@ class IKServer(Node):
         if not self.solvers:
             return SolvePath.Response(success=False, failed_at=-1, message=self.not_ready())
         try:
+            if request.execute and self.joint_states_age() > STALE_STATES_S:
+                # (No joint states at all: path_service says so.)
+                raise RequestError(f'execute needs where the arm is: {self.fresh_joints()[1]}')
+            before = dict(self._latest_joints)
             solvers = self.position_only_solvers if request.position_only else self.solvers
             response = path_service.solve_path(
-                request, self.chain, self.base_frame, self.settings, dict(self._latest_joints),
+                request, self.chain, self.base_frame, self.settings, before,
                 solvers.get(self.get_parameter('solver').value),
             )  # fmt: skip
             if request.execute and response.success:
+                # The path starts where the arm was when asked: not sent where it moved since.
+                now, reason = self.fresh_joints()
+                was = arm_joints(before, self.chain.joint_names)
+                # A continuous joint's state may have wrapped past +-pi meanwhile: the same arm.
+                moved = (
+                    np.abs(continuous_nearest(self.chain, now, was) - was).max()
+                    if now is not None
+                    else 0.0
+                )
+                if now is None or moved > path_service.START_TOLERANCE_RAD:
+                    reason = reason or f'the arm moved {moved:.3g} rad while it was solved'
+                    response.message += f'; not executed: {reason}, ask again'
+                    return response
                 response.executed, reason = await self.commander.follow(response.trajectory)
                 response.message += f'; {reason}'
             return response
@@ -425,20 +446,7 @@ class IKServer(Node):
             response.success = False
             response.message = 'command_interface is none: this server moves nothing'
             return response
-        present, reason = None, self.not_ready()
-        if self.chain is not None:
-            try:
-                present = arm_joints(self._latest_joints, self.chain.joint_names)
-            except RequestError as error:
-                reason = str(error)
-            else:
-                reason = 'no joint states from the arm have come'
-            if present is not None:
-                came = min(self._joint_states_at[name] for name in self.chain.joint_names)
-                age = time.monotonic() - came
-                if age > STALE_STATES_S:
-                    present = None
-                    reason = f"the arm's latest joint states are {age:.1f} s old"
+        present, reason = self.fresh_joints()
         if present is None:
             canceled = self.commander.cancel_active()
             response.success = canceled
@@ -454,6 +462,28 @@ class IKServer(Node):
             response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
         log_outcome(self.get_logger(), response.success, f'stop: {response.message}')
         return response
+
+    def fresh_joints(self) -> tuple[np.ndarray | None, str]:
+        """The arm's joints (n,) from joint states at most STALE_STATES_S old, or None and why
+        not: an arm is only held or moved from where it is now."""
+        if self.chain is None:
+            return None, self.not_ready()
+        try:
+            present = arm_joints(self._latest_joints, self.chain.joint_names)
+        except RequestError as error:
+            return None, str(error)
+        if present is None:
+            return None, 'no joint states from the arm have come'
+        age = self.joint_states_age()
+        if age > STALE_STATES_S:
+            return None, f"the arm's latest joint states are {age:.1f} s old"
+        return present, ''
+
+    def joint_states_age(self) -> float:
+        """Seconds since the oldest of the chain's latest joint states came (0 before any)."""
+        came = [self._joint_states_at[name] for name in self.chain.joint_names
+                if name in self._joint_states_at]  # fmt: skip
+        return time.monotonic() - min(came) if came else 0.0
 
     def not_ready(self) -> str:
         return f'not ready: no robot description on {self.config.robot_description_topic} yet'

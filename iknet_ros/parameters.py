@@ -83,6 +83,10 @@ DESCRIPTIONS = {
 READ_ONLY = {field.name for field in fields(ServerConfig)} - {'solver'}
 
 
+# The longest wait for an arm controller to accept a goal (s): an hour is already none at all.
+LONGEST_COMMAND_TIMEOUT_S = 3600.0
+
+
 def check_value(name: str, value) -> str | None:
     """Why a parameter value is unacceptable, or None when it is fine."""
     choices = {
@@ -96,6 +100,9 @@ def check_value(name: str, value) -> str | None:
     positive = ('position_tolerance', 'orientation_tolerance', 'command_timeout')
     if name in positive and not value > 0.0:
         return f'{name} must be positive, got {value}'
+    # A timer of that length (rclpy counts it in int64 nanoseconds): inf failed every move.
+    if name == 'command_timeout' and not value <= LONGEST_COMMAND_TIMEOUT_S:
+        return f'command_timeout must be at most {LONGEST_COMMAND_TIMEOUT_S:g} s, got {value}'
     if name == 'orientation_weight' and not value >= 0.0:
         return f'orientation_weight must be >= 0 m/rad, got {value}'
     if name == 'refine_iterations' and value < 1:

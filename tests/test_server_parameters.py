@@ -27,6 +27,8 @@ def test_shipped_yaml_sets_every_parameter_to_its_declared_default():
         ('position_tolerance', 0.0, 'must be positive'),
         ('solver', 'fastest', 'solver must be one of'),
         ('refine_iterations', 0, 'at least 1'),
+        ('command_timeout', float('inf'), 'command_timeout must be at most 3600 s'),
+        ('command_timeout', float('nan'), 'must be positive'),
     ],
 )
 def test_bad_values_are_refused_with_a_reason(name, value, reason):

@@ -592,3 +592,7 @@ def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processe
     assert goal[0] - arm.joints()[0] > 0.2, f'the arm went on to {arm.joints()}'
     canceled = '/arm_controller/follow_joint_trajectory: trajectory canceled'
     assert ros.spin_until(lambda: canceled in arm.log.read_text(), 15.0), arm.log.read_text()
+    # Nor is a path executed from them: the arm may be anywhere by now.
+    again = ros.call(arm.client, request, timeout_s=60.0, resend=False)
+    assert not again.success and not again.executed
+    assert "execute needs where the arm is: the arm's latest joint states are" in again.message
