@@ -15,7 +15,6 @@ import sys
 import time
 import traceback
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import rclpy
@@ -76,9 +75,6 @@ class IKServer(Node):
         self.chain: Chain | None = None
         self.base_frame = self.config.base_frame
         config = self.config
-        if config.model_path and not Path(config.model_path).is_file():
-            # Now, not when a robot description arrives: the server would wait, then exit.
-            raise FileNotFoundError(f'no model file at {config.model_path}')
         if config.urdf or not config.robot_description_topic:
             self.prepare(config.urdf)
         self.add_on_set_parameters_callback(self.on_set_parameters)
@@ -235,7 +231,7 @@ class IKServer(Node):
             return
         try:
             self.prepare(message.data)
-        except ValueError as error:
+        except (ValueError, OSError) as error:  # OSError: a model_path that cannot be read
             self.get_logger().error(f'cannot serve this robot description: {error}')
 
     def on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:

@@ -173,15 +173,3 @@ def test_a_parameter_of_the_wrong_type_is_one_fatal_line(ros_env):
     assert result.returncode == 1 and 'Traceback' not in output, output
     assert "parameter 'position_tolerance' to 'fine' of type 'STRING'" in output
     assert "expecting type 'DOUBLE'" in output
-
-
-def test_a_missing_model_is_refused_at_start_while_waiting_for_a_description(ros_env, tmp_path):
-    # Not when a robot description arrives: the server waited, then exited.
-    missing = tmp_path / 'nope.pt'
-    command = [
-        str(executable('ik_server')), '--ros-args', '-p', 'robot_description_topic:=/nobody',
-        '-p', f'model_path:={missing}', '-p', 'command_interface:=none',
-    ]  # fmt: skip
-    result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
-    output = result.stdout + result.stderr
-    assert result.returncode == 1 and f'no model file at {missing}' in output, output
