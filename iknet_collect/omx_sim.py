@@ -24,6 +24,7 @@ from iknet_collect.encoder import quantize
 from iknet_collect.hand_guided import HandGuidedMotion
 from iknet_collect.joint_goals import GoalRejectedError, joint_goal, path_time
 from iknet_collect.legacy_pose import legacy_pose
+from iknet_collect.message_rows import has_header
 from iknet_collect.motion import Trajectory
 from iknet_collect.trajectory_action import TrajectoryActionServer
 from iknet_core.kinematics import OMX_CHAIN
@@ -103,7 +104,8 @@ class OmxSim(Node):
         self.joint_pub.publish(joints)
         if self.publish_pose:
             pose = KinematicsPose()
-            pose.header.stamp = stamp
+            if has_header(KinematicsPose):  # ROBOTIS's own KinematicsPose has none
+                pose.header.stamp = stamp
             values = legacy_pose(q).tolist()
             p, o = pose.pose.position, pose.pose.orientation
             p.x, p.y, p.z = values[:3]

@@ -61,10 +61,12 @@ def test_nodes_are_installed_and_their_parameter_files_address_them(path: Path):
     for node in root.iter('node'):
         assert node.get('pkg') == 'iknet'
         executable(node.get('exec'))  # FileNotFoundError if not installed
+        in_files, named = set(), []
         for param in node.findall('param'):
             if param.get('from') is None:
                 assert param.get('name') and param.get('value') is not None
                 resolve(param.get('value'), args)
+                named.append(param.get('name'))
                 continue
             params_file = Path(resolve(param.get('from'), args))
             assert params_file.is_file(), f'{params_file} does not exist'
@@ -72,6 +74,10 @@ def test_nodes_are_installed_and_their_parameter_files_address_them(path: Path):
             name = node.get('name')
             assert name in content or '/**' in content, f'{params_file} has no {name}: section'
             assert 'ros__parameters' in content.get(name, content.get('/**'))
+            in_files |= set(content.get(name, content.get('/**'))['ros__parameters'])
+        # The parameter files list every parameter of their node: a name set here is one of them.
+        unknown = [name for name in named if in_files and name not in in_files]
+        assert not unknown, f'{node.get("name")} has no parameter {unknown}'
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
