@@ -189,6 +189,7 @@ def joint_arcs(low: Sequence[float], high: Sequence[float]) -> dict[str, list[fl
     with a turn or more of range keeps the whole circle."""
     centers, half_ranges = [], []
     for lower, upper in zip(low, high, strict=True):
+        lower, upper = float(lower), float(upper)  # a checkpoint's config holds plain floats
         limited = upper - lower < 2.0 * math.pi
         centers.append(0.5 * (lower + upper) if limited else 0.0)
         half_ranges.append(0.5 * (upper - lower) if limited else math.pi)
@@ -343,6 +344,7 @@ def mixture_log_density(
 def joint_ranges(low: Sequence[float], high: Sequence[float]) -> dict[str, list[float]]:
     """MixtureConfig fields keeping every component mean in [low, high] (rad): unlike the
     K-head network's circles, a mixture describes a joint beyond a turn (UR5's +-2 pi) as it is."""
+    low, high = [float(a) for a in low], [float(b) for b in high]  # plain floats, as above
     return {
         'joint_centers': [0.5 * (a + b) for a, b in zip(low, high, strict=True)],
         'joint_half_ranges': [0.5 * (b - a) for a, b in zip(low, high, strict=True)],

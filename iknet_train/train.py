@@ -39,6 +39,7 @@ from iknet_core.networks import (
     DEFAULT_MODEL_TYPE,
     MODELS,
     IKNetwork,
+    MixtureIKNet,
     MultiHypothesisIKNet,
     build_model,
     joint_arcs,
@@ -430,21 +431,30 @@ def check_fine_tune(
 def check_inside_arcs(
     args: argparse.Namespace, base: Checkpoint, chain: Chain, joints: np.ndarray
 ) -> None:
-    """The base model's outputs cover only its arcs: data beyond them cannot be learned (a
-    joint with the whole circle wraps, as joint angles do)."""
-    if not isinstance(base.model, MultiHypothesisIKNet):
+    """The base model's outputs cover only its arcs (a K-head network; a joint with the whole
+    circle wraps, as joint angles do) or its ranges (a mixture model's component means): data
+    beyond them cannot be learned, as on another arm whose joints turn elsewhere."""
+    if isinstance(base.model, MultiHypothesisIKNet):
+        with torch.no_grad():
+            circle = base.model.circle_angles(torch.as_tensor(joints, dtype=torch.float32))
+        arcs = (base.model.joint_scale < 1.0).numpy()
+        outside = ((circle.abs() > math.pi + 1e-4).any(0).numpy() & arcs).tolist()
+        center, half_range = base.model.joint_center, base.model.joint_scale * math.pi
+    elif isinstance(base.model, MixtureIKNet):
+        center, half_range = base.model.joint_center, base.model.joint_half_range
+        beyond = np.abs(joints - center.double().numpy()) > half_range.double().numpy() + 1e-4
+        outside = beyond.any(0).tolist()
+    else:
         return
-    with torch.no_grad():
-        circle = base.model.circle_angles(torch.as_tensor(joints, dtype=torch.float32))
-    arcs = (base.model.joint_scale < 1.0).numpy()
-    outside = ((circle.abs() > math.pi + 1e-4).any(0).numpy() & arcs).tolist()
     if any(outside):
         names = [name for name, out in zip(chain.joint_names, outside, strict=True) if out]
-        config = base.model.config
+        centers, half_ranges = (
+            np.round(v.double().numpy(), 3).tolist() for v in (center, half_range)
+        )
         raise ValueError(
-            f'{args.init_from} answers {names} only within its output arcs (centers '
-            f'{config.joint_centers}, half ranges {config.joint_half_ranges} rad) and the data '
-            'goes beyond them: train a new model instead'
+            f'{args.init_from} answers {names} only within its output ranges (centers '
+            f'{centers}, half ranges {half_ranges} rad) and the data goes beyond them: train a '
+            'new model instead'
         )
 
 

@@ -14,8 +14,9 @@ import torch
 from iknet_core.checkpoint import load_checkpoint, save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN
 from iknet_core.kinematics.urdf import chain_to_urdf
-from iknet_core.networks import build_model, joint_arcs
+from iknet_core.networks import build_model, joint_arcs, joint_ranges
 from iknet_core.resources import DEFAULT_MODEL, shipped
+from iknet_core.solvers.policy import joint_bounds
 from iknet_train.finetune_study import main as study_main
 from iknet_train.finetune_study import perturbed_chain
 from iknet_train.train import build_parser, train
@@ -120,7 +121,24 @@ def test_a_fine_tune_refuses_data_beyond_the_base_models_arcs(tmp_path: Path, ca
             str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
     assert train_main(argv) == 1
     error = capsys.readouterr().err
-    assert "['joint2', 'joint3', 'joint4'] only within its output arcs" in error
+    assert "['joint2', 'joint3', 'joint4'] only within its output ranges" in error
+
+
+def test_a_fine_tune_refuses_data_beyond_the_base_mixture_models_ranges(
+    tmp_path: Path, capsys
+) -> None:
+    # A mixture model's component means stay on its joint ranges: fine-tuned on an arm whose
+    # joints turn elsewhere (another side's arm), it learned that arm poorly, and said nothing.
+    ranges = joint_ranges([-3.4, -0.5, -3.4, -3.4], [3.4, 0.5, 3.4, 3.4])
+    model = build_model('mixture', {'width': 16, 'head_width': 8, **ranges}, OMX_CHAIN)
+    base = save_checkpoint(tmp_path / 'narrow.pt', model, 'mixture', OMX_CHAIN)
+    argv = ['--init-from', str(base), '--data', '--synthetic', '200', '--save-model',
+            str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
+    assert train_main(argv) == 1
+    error = capsys.readouterr().err
+    assert "['joint2'] only within its output ranges" in error
+    assert 'half ranges [3.4, 0.5, 3.4, 3.4] rad' in error
+    assert not (tmp_path / 'm.pt').exists()
 
 
 def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
@@ -129,6 +147,7 @@ def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
     # A mixture model's local frames are FK of its chain: fine-tuned on arm B, it must compute
     # them on B while it trains, not on the arm A it came from.
     config = {'n_joints': 4, 'width': 16, 'n_blocks': 1, 'head_width': 16}
+    config |= joint_ranges(*joint_bounds(OMX_CHAIN, 'reach'))  # as iknet-train sets them
     base = save_checkpoint(
         tmp_path / 'a.pt', build_model('mixture', config, OMX_CHAIN), 'mixture', OMX_CHAIN
     )

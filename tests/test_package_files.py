@@ -167,8 +167,8 @@ ROSDEP_KEYS = {
     'zuko': 'python3-zuko-pip',
 }
 # Test extras rosdep does not install: the linter and pytest-xdist (its workers) serve `make test`,
-# which runs the tests (CMakeLists.txt registers none with `colcon test`), not the package; tomli is
-# Python 3.10's tomllib, for reading pyproject.toml here.
+# which runs the tests (CMakeLists.txt registers none with `colcon test`), not the package;
+# tomli is Python 3.10's tomllib, for reading pyproject.toml here.
 NOT_ROSDEP = {'ruff', 'pytest-xdist', 'tomli'}
 
 
