@@ -37,6 +37,8 @@ ARRIVED_RAD = 0.01
 # publisher of it within this many seconds (no arm running), without a seed rather than after
 # --timeout. Discovery on one machine takes well under a second, several on a busy one.
 JOINT_STATES_DISCOVERY_S = 5.0
+# SolveIK's max_solutions is a uint32: a larger count would wrap round.
+MAX_SOLUTIONS = 2**32 - 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,8 +128,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     if args.line is not None and args.circle is not None:
         parser.error('give --line or --circle, not both')
-    if args.solutions < 1:
-        parser.error(f'--solutions must be at least 1, got {args.solutions}')
+    if not 1 <= args.solutions <= MAX_SOLUTIONS:
+        parser.error(f'--solutions must be 1 to {MAX_SOLUTIONS}, got {args.solutions}')
     if not args.path_time > 0.0:
         parser.error(f'--path-time must be > 0 s, got {args.path_time}')
     if not is_path(args):

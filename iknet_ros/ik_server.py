@@ -73,6 +73,7 @@ class IKServer(Node):
         self.config = parameters.declare(self)
         self.solvers: dict[str, Solver] = {}
         self.chain: Chain | None = None
+        self._refused_description: str | None = None  # why the latest robot description was
         self.base_frame = self.config.base_frame
         config = self.config
         if config.urdf or not config.robot_description_topic:
@@ -224,6 +225,7 @@ class IKServer(Node):
         if self.solvers:
             return
         if not message.data.strip():
+            self._refused_description = 'it was empty'
             self.get_logger().error(
                 f'an empty robot description on {self.config.robot_description_topic}: still '
                 'waiting for one'
@@ -232,6 +234,7 @@ class IKServer(Node):
         try:
             self.prepare(message.data)
         except (ValueError, OSError) as error:  # OSError: a model_path that cannot be read
+            self._refused_description = str(error)
             self.get_logger().error(f'cannot serve this robot description: {error}')
 
     def on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
@@ -482,7 +485,15 @@ class IKServer(Node):
         return time.monotonic() - min(came) if came else 0.0
 
     def not_ready(self) -> str:
-        return f'not ready: no robot description on {self.config.robot_description_topic} yet'
+        """Why nothing is served yet: no robot description came, or the latest was refused (a
+        client is told why, not that none came)."""
+        topic = self.config.robot_description_topic
+        if self._refused_description is not None:
+            return (
+                f'not ready: the robot description on {topic} cannot be served '
+                f'({self._refused_description}); waiting for another'
+            )
+        return f'not ready: no robot description on {topic} yet'
 
     def on_joint_states(self, message: JointState) -> None:
         """Each joint's latest state, merged by name: several publishers may share the topic

@@ -49,7 +49,10 @@ def test_bad_arguments_are_refused_before_any_call(ros_env, tmp_path):
     pose = ('--x', '0.2', '--y', '0', '--z', '0.1', '--pitch', '0.5')
     result = run_client(ros_env, *pose, '--solutions', '-1')
     assert result.returncode == 2
-    assert '--solutions must be at least 1, got -1' in result.stderr
+    assert '--solutions must be 1 to 4294967295, got -1' in result.stderr
+    result = run_client(ros_env, *pose, '--solutions', str(2**32))  # SolveIK's uint32 wraps
+    assert result.returncode == 2
+    assert '--solutions must be 1 to 4294967295, got 4294967296' in result.stderr
     position = ('--x', '0.2', '--y', '0', '--z', '0.1')
     result = run_client(ros_env, *position, '--move')
     assert result.returncode == 2

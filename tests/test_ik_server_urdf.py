@@ -87,6 +87,12 @@ def test_server_reads_the_arm_from_robot_description(processes, ros, tmp_path):
     wait_for(
         lambda: 'an empty robot description' in log.read_text(), 90.0, f'the refusal in {log}'
     )
+    # A client is told why nothing is served: the description came and was refused.
+    solve = node.create_client(SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    assert solve.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
+    refused = ros.call(solve, solve_request(np.array([0.2, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0])))
+    assert not refused.success
+    assert 'on /robot_description cannot be served (it was empty)' in refused.message
     publisher.publish(String(data=chain_to_urdf(LONG_ARM)))
     assert_serves_the_long_arm(ros, log)
     text = log.read_text()
