@@ -207,6 +207,25 @@ def test_several_solutions_are_other_arm_poses_before_whole_turn_twins():
         assert np.array_equal(every.joints[:2], solutions.joints)
 
 
+def test_twins_from_two_candidates_come_after_other_arm_poses_and_unseeded_nearest_zero():
+    """Two samples (or restarts) that end a whole turn apart are one arm pose: asked for two
+    solutions, the other arm pose comes second, not the twin (a UR5 got copies of one arm pose
+    in place of others). Without a seed the twin nearest zero comes first, not one a turn out
+    (a leg's joint answered at -8.6 rad where -2.3 reaches the same)."""
+    policy = BranchPolicy(TURNING_CHAIN, SolverSettings(tolerance=EXACT))
+    turn = np.array([2 * math.pi, 0.0, 0.0, 0.0])
+    pose = np.array([4.0, 0.3, -0.2, 0.1])
+    other = np.array([0.5, -0.4, 0.6, -0.3])
+    joints = np.stack([pose, pose - turn, other])
+    zeros = np.zeros(3)
+    two = policy.select(joints, zeros, zeros, max_solutions=2)
+    np.testing.assert_allclose(two.joints, [pose - turn, other], atol=1e-12)
+    one = policy.select(pose[None], zeros[:1], zeros[:1])
+    np.testing.assert_allclose(one.joints, [pose - turn], atol=1e-12)
+    seeded = policy.select(joints, zeros, zeros, seed=pose + 0.1, max_solutions=2)
+    np.testing.assert_allclose(seeded.joints, [pose, other], atol=1e-12)
+
+
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
     joints = np.array([[0.1, 0.2, 1.45, 0.0], [0.1, 0.2, 1.46, 0.0]])  # joint3 beyond 1.4
     solutions = POLICY.select(joints, np.zeros(2), np.zeros(2), max_solutions=2)

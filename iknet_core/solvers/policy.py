@@ -202,10 +202,11 @@ def _shift_order(shift, n):
 
 
 @njit(cache=True)
-def _best_shift(q, bounds, full_turn, seed, near, shift):
+def _best_shift(q, bounds, full_turn, seed, shift):
     """Fill shift (n,) with the whole-turn shift that the enumeration of every variant would
     rank first for candidate q (n,) (up to rounding: twins a few ulps apart in travel to the
-    seed tie there and differ here); returns whether q + shift is within reach.
+    seed tie there and differ here), nearest the seed (zeros without one); returns whether
+    q + shift is within reach.
 
     Each key of the policy is a per-joint condition (reach, limits) or a sum over joints
     (travel to the seed), so the best variant is chosen joint by joint: 3 tries per full-turn
@@ -234,7 +235,7 @@ def _best_shift(q, bounds, full_turn, seed, near, shift):
                 continue
             if every_inside and not bounds[0, j] <= value <= bounds[1, j]:
                 continue
-            cost = (value - seed[j]) ** 2 if near else 0.0
+            cost = (value - seed[j]) ** 2
             if cost < best:
                 best, shift[j] = cost, offset
     return True
@@ -312,6 +313,7 @@ def _rank(
     # Keys, compared in order: outside reach, misses, outside limits, a twin, primary,
     # secondary, error, the shift's place (so both ways of filling rank ties alike).
     keys = np.empty((k * shifts.shape[0] if every_variant else k, 8))
+    travels = np.empty(keys.shape[0])  # squared, to the seed (zeros without one)
     shift = np.empty(n)
     count = 0
     for s in range(shifts.shape[0] if every_variant else 1):
@@ -325,13 +327,7 @@ def _rank(
                 if not (reachable or s == 0):
                     continue
             else:
-                meets_errors = (
-                    position_errors[i] <= settings.position_tolerance
-                    and orientation_errors[i] <= settings.orientation_tolerance
-                )
-                reachable = _best_shift(
-                    joints[i], bounds, full_turn, seed, has_seed and meets_errors, shift
-                )
+                reachable = _best_shift(joints[i], bounds, full_turn, seed, shift)
             for j in range(n):
                 candidates[count, j] = joints[i, j] + shift[j]
             _describe(
@@ -349,10 +345,16 @@ def _rank(
                 keys[count],
             )
             keys[count, 7] = _shift_order(shift, n)
+            travel = 0.0
+            for j in range(n):
+                travel += (candidates[count, j] - seed[j]) ** 2
+            travels[count] = travel
             sources[count] = i
             count += 1
     if every_variant:
-        _rank_twins_after(keys, sources, count, k)
+        groups = np.empty(k, dtype=np.int64)
+        _arm_poses(joints, full_turn, settings.duplicate_tolerance, groups)
+        _rank_twins_after(keys, travels, flags, sources, groups, count)
     # Best first by selection, not a full sort: one pass per pick, and ties keep the order
     # above (unshifted first). A UR5's six whole-turn joints give 729 variants per candidate.
     duplicate = settings.duplicate_tolerance
@@ -385,20 +387,65 @@ def _rank(
 
 
 @njit(cache=True)
-def _rank_twins_after(keys, sources, count, k):
-    """Mark (keys[:, 3] = 1) every whole-turn variant of a candidate but its best: the same arm
-    pose with joints turned whole turns, which comes after each other candidate's best (the
-    limits and the tolerance still first). Asked for several solutions, an arm with several
-    joints that turn whole turns otherwise got its best pose's 2 ** joints twins (a Kinova
-    Jaco2's three: 8 asked for, one arm pose)."""
-    best = np.full(k, -1, dtype=np.int64)
+def _arm_poses(joints, full_turn, tolerance, groups):
+    """groups (k,): for each row of joints (k, n), the first row that is the same arm pose,
+    every joint within tolerance (rad) of it, a joint that turns whole turns up to whole turns:
+    two samples or restarts can end a turn apart."""
+    k, n = joints.shape
+    wraps = False
+    for j in range(n):
+        wraps = wraps or full_turn[j] > 0.0
+    for i in range(k):
+        groups[i] = i
+        for r in range(i if wraps else 0):  # else the duplicates' own check suffices
+            if groups[r] != r:
+                continue
+            same = True
+            for j in range(n):
+                difference = joints[i, j] - joints[r, j]
+                if full_turn[j] > 0.0:
+                    difference = (difference + math.pi) % TURN - math.pi
+                if abs(difference) >= tolerance:
+                    same = False
+                    break
+            if same:
+                groups[i] = r
+                break
+
+
+@njit(cache=True)
+def _rank_twins_after(keys, travels, flags, sources, groups, count):
+    """Mark (keys[:, 3] = 1) every candidate of an arm pose (groups of the candidates' sources)
+    but its best: the same arm pose with joints turned whole turns, which comes after each other
+    arm pose's best (the limits and the tolerance still first). Asked for several solutions, an
+    arm with several joints that turn whole turns otherwise got its best pose's 2 ** joints
+    twins (a Kinova Jaco2's three: 8 asked for, one arm pose), and twins from two samples took
+    the places of other arm poses. An arm pose's best: within reach, meeting the tolerance and
+    inside the limits first, then the least travel to the seed (zeros without one: within +-pi
+    where the reach allows, not a turn or more out)."""
+    best = np.full(groups.shape[0], -1, dtype=np.int64)
     for c in range(count):
-        i = sources[c]
-        if best[i] < 0 or _before(keys, c, best[i]):
-            best[i] = c
+        g = groups[sources[c]]
+        if best[g] < 0 or _twin_before(keys, travels, flags, c, best[g]):
+            best[g] = c
     for c in range(count):
-        if best[sources[c]] != c:
+        if best[groups[sources[c]]] != c:
             keys[c, 3] = 1.0
+
+
+@njit(cache=True)
+def _twin_before(keys, travels, flags, a, b):
+    """Candidate a is a better variant of its arm pose than b (_rank_twins_after), as
+    _best_shift chooses one: within reach, meeting the tolerance, inside the limits (flags[:, 0],
+    a miss's too), then nearest the seed."""
+    for column in range(3):
+        if keys[a, column] != keys[b, column]:
+            return keys[a, column] < keys[b, column]
+    if flags[a, 0] != flags[b, 0]:
+        return flags[a, 0]
+    if travels[a] != travels[b]:
+        return travels[a] < travels[b]
+    return _before(keys, a, b)
 
 
 @njit(cache=True)
