@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -15,10 +16,14 @@ class RecordingError(RuntimeError):
     """The recording cannot go on (directory taken or unwritable, disk full); a clear message."""
 
 
-def create_recording_dir(parent: str | Path, name: str) -> Path:
-    """parent/name, made if needed; refuses a non-empty one so nothing is ever overwritten."""
+def create_recording_dir(parent: str | Path, name: str, numbered: bool = False) -> Path:
+    """parent/name, made if needed; refuses a non-empty one so nothing is ever overwritten.
+    numbered (a name the recorder chose, its start time to the second): a new folder, name-2,
+    name-3, ... where name is taken, so two recorders started in one second both record."""
     target = Path(parent).expanduser() / name
     try:
+        if numbered:
+            target = _new_numbered_dir(target)
         target.mkdir(parents=True, exist_ok=True)
         if any(target.iterdir()):
             raise RecordingError(f'{target} already exists and is not empty; choose another name')
@@ -28,6 +33,20 @@ def create_recording_dir(parent: str | Path, name: str) -> Path:
     except OSError as error:
         raise RecordingError(f'cannot record into {target}: {error.strerror or error}') from error
     return target
+
+
+def _new_numbered_dir(target: Path) -> Path:
+    """target, or target-2, target-3, ...: the first that did not exist, made here (mkdir is
+    atomic: of two recorders asking at once, one gets each)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for count in itertools.count(1):
+        candidate = target if count == 1 else target.with_name(f'{target.name}-{count}')
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise AssertionError('unreachable')
 
 
 class DurableCsvWriter:

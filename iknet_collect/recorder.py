@@ -129,8 +129,8 @@ class Recorder(Node):
         if self.pose_source == 'topic':
             self.pose_stamp_source = 'header' if has_header(KinematicsPose) else 'receipt'
 
-        name = name or datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
-        self.directory = create_recording_dir(parent, name)
+        started = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+        self.directory = create_recording_dir(parent, name or started, numbered=not name)
         self.started = {'wall': _now_iso(), 'ros_time': self.get_clock().now().nanoseconds / 1e9}
         # duration counts from the first message: discovery must not eat into a recording. A
         # timer of its own ends it on time, not at the next flush (up to flush_period later).

@@ -49,6 +49,15 @@ logger = logging.getLogger(__name__)
 
 # Matching messages carry stamps within about 0.1 ms; the topics run at 100 Hz (10 ms apart).
 DEFAULT_TOLERANCE_S = 0.002
+# A pose the recorder stamped on receipt (ROBOTIS's KinematicsPose has no header: metadata.json's
+# pose_stamp) came after the joint state published with it, by the transport's lag: it is paired
+# with the latest joint state stamped up to this long before it (under the controller's 10 ms
+# period). Paired by the nearest stamp within DEFAULT_TOLERANCE_S, 78 % of such poses were
+# dropped on a loaded machine (lags of 1.5 to 6.3 ms).
+RECEIPT_LAG_S = 0.009
+# A recording whose share of poses without a partner is above this gets a warning, not a line
+# of information: stamps from two clocks, or a lag the tolerance does not cover.
+DROPPED_WARNING_SHARE = 0.1
 # Recorded quaternions are unit length to float precision; anything further off is not a pose.
 QUATERNION_NORM_TOLERANCE = 1e-3
 # Recorded positions whose median distance from FK of the recorded joints is over this share of
@@ -139,14 +148,31 @@ def load_recordings(
 def _check_not_empty(pose_csv: Path, joint_csv: Path) -> None:
     """EmptyRecordingError for a recorder's folder (metadata.json) with a file missing or
     holding no row."""
-    if not (pose_csv.parent / METADATA_FILE).is_file():
+    metadata_path = pose_csv.parent / METADATA_FILE
+    if not metadata_path.is_file():
         return
     for path in (pose_csv, joint_csv):
         if not path.is_file() or _rows_in(path) == 0:
             what = 'missing' if not path.is_file() else 'without a row'
             raise EmptyRecordingError(
                 f'{pose_csv.parent}: an empty recording ({path.name} {what})'
+                f'{_skipped(metadata_path)}'
             )
+
+
+def _skipped(metadata_path: Path) -> str:
+    """What the recorder skipped, by stream and reason (metadata.json), as '; the recorder
+    skipped ...', or '' where it skipped nothing (or the file says nothing readable)."""
+    try:
+        streams = _read_metadata(metadata_path).get('streams') or {}
+        counts = [
+            f'{count} {stream} ({reason})'
+            for stream, summary in streams.items()
+            for reason, count in (summary.get('skipped') or {}).items()
+        ]
+    except (ValueError, AttributeError):
+        return ''
+    return f'; the recorder skipped {", ".join(counts)} (see {metadata_path})' if counts else ''
 
 
 def _rows_in(path: Path) -> int:
@@ -165,10 +191,15 @@ def load_recording(
     """One recording: poses paired by stamp with the chain's joints (gripper etc. left out)."""
     pose_csv, joint_csv = Path(pose_csv), Path(joint_csv)
     _check_not_empty(pose_csv, joint_csv)
-    unfinished = False
+    unfinished = stamped_on_receipt = False
     # metadata.json describes the files of its folder.
     if pose_csv.parent.resolve() == joint_csv.parent.resolve():
-        unfinished = _check_metadata(pose_csv.parent / METADATA_FILE, chain)
+        metadata_path = pose_csv.parent / METADATA_FILE
+        unfinished = _check_metadata(metadata_path, chain)
+        stamped_on_receipt = (
+            metadata_path.is_file()
+            and _read_metadata(metadata_path).get('pose_stamp') == 'receipt'
+        )
     pose_table, pose_cut = _read_table(pose_csv, _KINEMATICS_POSE)
     joint_table, joint_cut = _read_table(joint_csv, _JOINT_STATES)
     _require_columns(pose_csv, pose_table, STAMP_COLUMNS + POSE_COLUMNS)
@@ -181,7 +212,7 @@ def load_recording(
     joints = into_reach(chain, recorded)
 
     pose_rows, joint_rows = _pair_by_stamp(
-        pose_csv, pose_stamps, joint_csv, joint_stamps, tolerance_s
+        pose_csv, pose_stamps, joint_csv, joint_stamps, tolerance_s, stamped_on_receipt
     )
     recording = Recording(
         source=str(pose_csv.parent),
@@ -192,9 +223,15 @@ def load_recording(
         dropped_joint_states=len(joint_stamps) - len(np.unique(joint_rows)),
         cut_short=unfinished or pose_cut or joint_cut,
     )
-    logger.info(
+    window = f'{tolerance_s * 1e3:.1f} ms'
+    if stamped_on_receipt:
+        window = f'{max(tolerance_s, RECEIPT_LAG_S) * 1e3:.1f} ms before each pose (on receipt)'
+    many_dropped = recording.dropped_poses > DROPPED_WARNING_SHARE * len(pose_stamps)
+    hint = ': stamps from two clocks, or a lag between the topics? (--tolerance-ms)'
+    logger.log(
+        logging.WARNING if many_dropped else logging.INFO,
         '%s: %d pairs%s; dropped %d of %d poses and %d of %d joint states without a partner '
-        'within %.1f ms',
+        'within %s%s',
         recording.source,
         len(recording),
         ' (cut short)' if recording.cut_short else '',
@@ -202,7 +239,8 @@ def load_recording(
         len(pose_stamps),
         recording.dropped_joint_states,
         len(joint_stamps),
-        tolerance_s * 1e3,
+        window,
+        hint if many_dropped else '',
     )
     _warn_if_another_arm(recording, chain)
     if (moved := int((joints != recorded).any(1).sum())) > 0:
@@ -464,6 +502,17 @@ def _stamps(path: Path, table: pd.DataFrame) -> np.ndarray:
     """Stamps in ns (int64), checked to never go back in time."""
     _require_columns(path, table, STAMP_COLUMNS)
     sec, nanosec = _numeric(path, table, list(STAMP_COLUMNS)).T
+    # builtin_interfaces/Time: whole seconds and nanoseconds under one second (a fractional sec
+    # was cut to the second, and every pose paired with one joint state of it).
+    for column, values, high in (('sec', sec, 2.0**63 / 1e9), ('nanosec', nanosec, 1e9)):
+        bad = (values != np.floor(values)) | (values < 0) | (values >= high)
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise ValueError(
+                f'{path}: line {table.index[row]}, column {column!r}: '
+                f"{table[column].iloc[row]!r} is not a stamp's {column} (a whole number, "
+                f'{"nanoseconds from 0 to 999999999" if column == "nanosec" else "from 0"})'
+            )
     stamps = sec.astype(np.int64) * 1_000_000_000 + nanosec.astype(np.int64)
     backwards = np.flatnonzero(np.diff(stamps) < 0)
     if backwards.size:
@@ -498,6 +547,14 @@ def _chain_joints(path: Path, table: pd.DataFrame, chain: Chain) -> np.ndarray:
     position_columns = [f'position{i}' for i in range(n_entries)]
     _require_columns(path, table, name_columns + position_columns)
     names = table[name_columns].to_numpy(dtype=str)
+    numbers = np.vectorize(is_number, otypes=[bool])(names) & ~np.isin(names, chain.joint_names)
+    if numbers.any():
+        row, entry = (int(i[0]) for i in np.nonzero(numbers))
+        raise ValueError(
+            f'{path}: line {table.index[row]}, column {name_columns[entry]!r}: '
+            f'{str(names[row, entry])!r} is a number where a joint name belongs: the header names '
+            f'{n_entries} joints, and the rows seem to hold fewer (a header of another arm?)'
+        )
     joints = np.empty((len(table), chain.n_joints))
     for index, joint_name in enumerate(chain.joint_names):
         matches = names == joint_name
@@ -524,8 +581,13 @@ def _pair_by_stamp(
     joint_csv: Path,
     joint_stamps: np.ndarray,
     tolerance_s: float,
+    stamped_on_receipt: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices (pose, joint) of messages whose stamps are nearest and within tolerance."""
+    """Row indices (pose, joint) of messages whose stamps are nearest and within tolerance;
+    poses stamped_on_receipt: the latest joint state up to RECEIPT_LAG_S (or tolerance_s, the
+    longer) before each."""
+    if stamped_on_receipt:
+        tolerance_s = max(tolerance_s, RECEIPT_LAG_S)
     tolerance_ns = round(tolerance_s * 1e9)
     if (
         pose_stamps[0] > joint_stamps[-1] + tolerance_ns
@@ -540,7 +602,7 @@ def _pair_by_stamp(
         pd.DataFrame({'stamp': pose_stamps, 'pose_row': np.arange(len(pose_stamps))}),
         pd.DataFrame({'stamp': joint_stamps, 'joint_row': np.arange(len(joint_stamps))}),
         on='stamp',
-        direction='nearest',
+        direction='backward' if stamped_on_receipt else 'nearest',
         tolerance=tolerance_ns,
     )
     merged = merged.dropna(subset=['joint_row'])
@@ -566,11 +628,14 @@ def time_block_split(
     masks = []
     for recording in recordings:
         block = ((recording.stamps - recording.stamps[0]) // block_s).astype(np.int64)
-        n_blocks = int(block[-1]) + 1 if len(block) else 0
+        # The blocks that hold samples: a gap (a stamp from a clock at 0 before the others) left
+        # empty blocks that took validation draws, and a billion of them filled the memory.
+        held = np.unique(block)
+        n_blocks = len(held)
         n_val = round(n_blocks * (1.0 - train_ratio))
         if train_ratio < 1.0 and n_blocks > 1:
             n_val = min(max(n_val, 1), n_blocks - 1)
-        val_blocks = rng.choice(n_blocks, size=n_val, replace=False)
+        val_blocks = rng.choice(held, size=n_val, replace=False)
         masks.append(~np.isin(block, val_blocks))
     train = np.concatenate(masks) if masks else np.zeros(0, dtype=bool)
     return train, ~train

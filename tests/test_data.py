@@ -65,6 +65,17 @@ def edit_cell(path: Path, row: int, column: str, value: str) -> None:
     table.to_csv(path, index=False)
 
 
+def test_a_recording_that_loses_most_of_its_poses_gets_a_warning(tmp_path: Path, caplog) -> None:
+    pose_csv, joint_csv, _ = recording_files(tmp_path, joint_offset_ns=1_500_000)
+    drop_rows(joint_csv, list(range(0, 100, 3)))  # a third of the joint states lost
+    with caplog.at_level(logging.INFO):
+        recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert recording.dropped_poses == 34
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned and 'dropped 34 of 100 poses' in warned[0].getMessage()
+    assert 'stamps from two clocks, or a lag between the topics?' in warned[0].getMessage()
+
+
 def test_pairs_by_stamp_with_messages_dropped_on_either_side(tmp_path: Path) -> None:
     pose_csv, joint_csv, joints = recording_files(tmp_path)
     drop_rows(pose_csv, [10, 11, 50])
@@ -200,6 +211,23 @@ def _missing_joint(pose_csv: Path, joint_csv: Path) -> None:
     edit_cell(joint_csv, 9, 'name2', 'elbow')
 
 
+def _fractional_sec(pose_csv: Path, joint_csv: Path) -> None:
+    edit_cell(joint_csv, 3, 'sec', '1700000000.933752')  # some tools write the stamp so
+
+
+def _nanosec_over_a_second(pose_csv: Path, joint_csv: Path) -> None:
+    edit_cell(pose_csv, 2, 'nanosec', '1500000000')
+
+
+def _header_of_more_joints(pose_csv: Path, joint_csv: Path) -> None:
+    # A 5-joint header (a gripper) put over rows of 4 joints: the columns slid by one entry.
+    lines = [','.join(joint_states_columns(5)) + '\n']
+    for line in joint_csv.read_text().splitlines()[1:]:
+        fields = line.split(',')  # the gripper is entry 4 of each block: left out
+        lines.append(','.join(fields[:7] + fields[8:12] + fields[13:17] + fields[18:22]) + '\n')
+    joint_csv.write_text(''.join(lines))
+
+
 BAD_FILES = {
     'missing column': (_missing_column, 'pose', r"missing column\(s\) \['position_z'\]"),
     'renamed column': (_renamed_column, 'pose', r"missing column\(s\) \['orientation_w'\].*'qw'"),
@@ -218,6 +246,21 @@ BAD_FILES = {
     'no overlap': (_no_overlap, 'both', 'no overlap in time'),
     'not a unit quaternion': (_bad_quaternion, 'pose', 'line 6.*quaternion norm'),
     'joint missing from names': (_missing_joint, 'joint', "line 11: joint 'joint3' is missing"),
+    'fractional sec': (
+        _fractional_sec,
+        'joint',
+        r"line 5, column 'sec': '1700000000.933752' is not a stamp's sec \(a whole number",
+    ),
+    'nanosec over a second': (
+        _nanosec_over_a_second,
+        'pose',
+        r"line 4, column 'nanosec': '1500000000' is not a stamp's nanosec",
+    ),
+    'header of more joints than the rows': (
+        _header_of_more_joints,
+        'joint',
+        r"line 2, column 'name4': '.*' is a number where a joint name belongs",
+    ),
 }
 
 
@@ -235,6 +278,34 @@ def test_bad_files_get_an_error_naming_file_place_and_problem(tmp_path: Path, ca
         assert str(pose_csv) in text
     if culprit in ('joint', 'both'):
         assert str(joint_csv) in text
+
+
+def test_poses_stamped_on_receipt_pair_with_the_joint_state_just_before(tmp_path: Path) -> None:
+    """ROBOTIS's KinematicsPose has no header: the recorder stamps it on receipt, after the
+    joint state published with it (its header's stamp) by the transport's lag."""
+    _, _, joints = recording_files(tmp_path, joint_offset_ns=-5_000_000)  # received 5 ms later
+    with pytest.raises(ValueError, match=r'no pose .* has a joint state .* within 2 ms'):
+        load_recording(tmp_path / KINEMATICS_POSE_FILE, tmp_path / JOINT_STATES_FILE, OMX_CHAIN)
+    (tmp_path / METADATA_FILE).write_text(json.dumps({'pose_stamp': 'receipt'}))
+    recording = load_recording(
+        tmp_path / KINEMATICS_POSE_FILE, tmp_path / JOINT_STATES_FILE, OMX_CHAIN
+    )
+    assert len(recording) == 100 and recording.dropped_poses == 0
+    np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
+
+
+def test_time_block_split_draws_from_the_blocks_that_hold_samples() -> None:
+    # Three samples stamped by a clock at 0 before the others: a million empty blocks between.
+    gap = make_recording(10_000)  # 100 s
+    stamps = np.concatenate([[0.0, 0.01, 0.02], gap.stamps[3:] + 1e6])
+    gap = dataclasses.replace(gap, stamps=stamps)
+
+    train, val = time_block_split([gap], train_ratio=0.8, block_s=1.0, seed=0)
+
+    assert np.all(train ^ val)
+    blocks = (stamps - stamps[0]) // 1.0
+    held = np.unique(blocks)
+    assert len(np.unique(blocks[val])) == round(0.2 * len(held))  # of the 101 that hold samples
 
 
 def make_recording(n: int, period_s: float = 0.01) -> Recording:
@@ -616,8 +687,12 @@ def test_empty_recordings_in_a_glob_are_left_out_with_a_warning(
     for name in ('b', 'c'):
         assert f'{tmp_path / name}: an empty recording (' in caplog.text
     assert '(kinematics_pose.csv without a row); left out' in caplog.text
-    # Alone, an empty recording is an error that says so.
+    # Alone, an empty recording is an error that says so, and what the recorder skipped.
     with pytest.raises(ValueError, match='an empty recording'):
+        load_recordings(find_recordings([tmp_path / 'b']), OMX_CHAIN)
+    skipped = {'joint_states': {'written': 0, 'skipped': {'missing_joints': 200}}}
+    write_metadata(tmp_path / 'b', status='complete', streams=skipped)
+    with pytest.raises(ValueError, match=r'recorder skipped 200 joint_states \(missing_joints\)'):
         load_recordings(find_recordings([tmp_path / 'b']), OMX_CHAIN)
 
 

@@ -106,6 +106,15 @@ def test_bad_joint_states_are_refused_with_a_reason(message, reason):
     assert error.value.reason == reason
 
 
+def test_the_same_joints_in_another_order_are_recorded_as_they_come():
+    # Each row names its joints (the loader reads them by name): half a recording was skipped.
+    order = ['gripper', 'joint4', 'joint3', 'joint2', 'joint1']
+    message = JointState(name=order, position=[0.0, 0.4, 0.3, 0.2, 0.1])
+    record = joint_state_record(message, 1, OMX_CHAIN.joint_names, tuple(NAMES))
+    assert record.row[3:8] == order
+    np.testing.assert_array_equal(record.chain_positions, [0.1, 0.2, 0.3, 0.4])
+
+
 def test_stream_stats_counts_gaps_and_refuses_stamps_going_back():
     stats = StreamStats('/joint_states')
     for stamp in [0, 10, 20, 30, 60, 70]:
@@ -126,6 +135,13 @@ def test_recording_dir_is_never_reused(tmp_path):
     (tmp_path / 'file').write_text('')
     with pytest.raises(RecordingError, match='cannot record into'):
         create_recording_dir(tmp_path / 'file', 'b')
+    # A name the recorder chose (its start, to the second): two recorders in one second both
+    # record, the second into a numbered folder, even where the first has written nothing yet.
+    chosen = create_recording_dir(tmp_path / 'runs', '20261128T200111Z', numbered=True)
+    again = create_recording_dir(tmp_path / 'runs', '20261128T200111Z', numbered=True)
+    assert (chosen.name, again.name) == ('20261128T200111Z', '20261128T200111Z-2')
+    with pytest.raises(RecordingError, match='cannot record into'):
+        create_recording_dir(tmp_path / 'file', 'b', numbered=True)
 
 
 @pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
