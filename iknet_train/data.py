@@ -406,6 +406,7 @@ def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:
             names=names,
             index_col=False,
             encoding_errors='replace',  # a kill can cut a character in two
+            skip_blank_lines=False,  # dropped below, once rows are numbered by their lines
         )
     except pd.errors.EmptyDataError:
         raise ValueError(f'{path}: empty file (no header line)') from None
@@ -413,6 +414,7 @@ def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:
         raise ValueError(f'{path}: not a CSV file this tool can read ({error})') from None
     first_data_line = 1 if names is not None else 2
     table.index = pd.RangeIndex(first_data_line, first_data_line + len(table))
+    table = table[table.fillna('').ne('').any(axis=1)]  # blank lines hold no row
     cut = False
     if not table.empty and (reason := _cut_off(table, last_lines, ends_with_newline)):
         logger.warning(

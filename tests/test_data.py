@@ -211,6 +211,15 @@ def _missing_joint(pose_csv: Path, joint_csv: Path) -> None:
     edit_cell(joint_csv, 9, 'name2', 'elbow')
 
 
+def _blank_lines_before_a_bad_value(pose_csv: Path, joint_csv: Path) -> None:
+    lines = joint_csv.read_text().splitlines(keepends=True)
+    fields = lines[8].split(',')
+    fields[9] = 'inf'  # position1 on line 9, line 11 once two blank lines come before it
+    lines[8] = ','.join(fields)
+    lines[2:2] = ['\n', '\n']
+    joint_csv.write_text(''.join(lines))
+
+
 def _fractional_sec(pose_csv: Path, joint_csv: Path) -> None:
     edit_cell(joint_csv, 3, 'sec', '1700000000.933752')  # some tools write the stamp so
 
@@ -246,6 +255,11 @@ BAD_FILES = {
     'no overlap': (_no_overlap, 'both', 'no overlap in time'),
     'not a unit quaternion': (_bad_quaternion, 'pose', 'line 6.*quaternion norm'),
     'joint missing from names': (_missing_joint, 'joint', "line 11: joint 'joint3' is missing"),
+    'blank lines': (
+        _blank_lines_before_a_bad_value,
+        'joint',
+        r"line 11, column 'position1': 'inf' is not a finite number",
+    ),
     'fractional sec': (
         _fractional_sec,
         'joint',
