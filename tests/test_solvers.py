@@ -22,7 +22,7 @@ from iknet_core.solvers import (
 )
 from iknet_core.solvers.base import check_pose
 from iknet_core.solvers.factory import NETWORK_SOLVERS, SOLVER_NAMES, build_solver
-from iknet_core.solvers.policy import BranchPolicy, joint_bounds
+from iknet_core.solvers.policy import TURN, BranchPolicy, joint_bounds
 
 EXACT = Tolerance(position=1e-9, orientation=1e-9)
 STRAIGHT_ELBOW = -math.atan2(0.128, 0.024)
@@ -165,7 +165,19 @@ def test_one_solution_is_the_first_of_every_whole_turn_variant(chain):
         k = int(rng.integers(1, 4))
         joints = rng.uniform(-8.0, 8.0, (k, 4))
         joints[:, 1:] *= 0.2 if chain is OMX_CHAIN else 1.0
-        errors = np.where(rng.random((2, k)) < 0.7, 0.0, rng.uniform(0.0, 1e-2, (2, k)))
+        # Another sample of the first candidate's arm pose: a near copy, or a turn away.
+        if rng.random() < 0.5:
+            joints = np.concatenate([joints, joints[:1] + rng.normal(0.0, 3e-4, (1, 4))])
+        if rng.random() < 0.5:
+            turn = np.array([[rng.choice([-1, 1]) * TURN, 0.0, 0.0, 0.0]])
+            joints = np.concatenate([joints, joints[:1] + turn])
+        k = len(joints)
+        # Most meet the tolerance, by errors that differ: they, not the travel, rank the copies.
+        errors = np.where(
+            rng.random((2, k)) < 0.7,
+            rng.uniform(0.0, 1e-9, (2, k)),
+            rng.uniform(0.0, 1e-2, (2, k)),
+        )
         seed = None if rng.random() < 0.3 else rng.uniform(-6.0, 6.0, 4)
         one = policy.select(joints, *errors, seed=seed, max_solutions=1)
         every = policy.select(joints, *errors, seed=seed, max_solutions=3)
@@ -224,6 +236,10 @@ def test_twins_from_two_candidates_come_after_other_arm_poses_and_unseeded_neare
     np.testing.assert_allclose(one.joints, [pose - turn], atol=1e-12)
     seeded = policy.select(joints, zeros, zeros, seed=pose + 0.1, max_solutions=2)
     np.testing.assert_allclose(seeded.joints, [pose, other], atol=1e-12)
+    # A candidate with a NaN (a network's) is no arm pose: it took the others into its own.
+    with_nan = np.concatenate([np.full((1, 4), np.nan), joints])
+    two = policy.select(with_nan, np.zeros(4), np.zeros(4), seed=pose + 0.1, max_solutions=2)
+    np.testing.assert_allclose(two.joints, [pose, other], atol=1e-12)
 
 
 def test_left_limits_is_reported_when_only_solutions_outside_the_limits_exist():
