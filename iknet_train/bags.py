@@ -194,6 +194,7 @@ def _convert(
         joint_stats, pose_stats = StreamStats(joints_topic), StreamStats(pose_topic or 'fk')
         joint_writer: DurableCsvWriter | None = None
         joint_names: tuple[str, ...] | None = None
+        pose_has_header = True  # until a pose says otherwise
         pose_writer = DurableCsvWriter.create(pose_path, KINEMATICS_POSE_COLUMNS)
         try:
             topics = [joints_topic] + ([pose_topic] if pose_topic else [])
@@ -219,7 +220,8 @@ def _convert(
                             pose_stats.wrote(record.stamp_ns)
                     else:
                         values = kinematics_pose_values(message)
-                        frame = message.header.frame_id if has_header(type(message)) else ''
+                        pose_has_header = has_header(type(message))
+                        frame = message.header.frame_id if pose_has_header else ''
                         stamp = message_stamp_ns(message, log_time_ns)
                         pose_stats.check_order(stamp)
                         pose_writer.write(pose_row(stamp, frame, values))
@@ -246,7 +248,7 @@ def _convert(
             'source_bag': str(Path(bag).resolve()),
             'topics': {'joint_states': joints_topic, 'kinematics_pose': pose_topic},
             'pose_source': 'topic' if pose_topic else 'fk',
-            'pose_stamp': 'header, else the bag log time' if pose_topic else 'fk of joint_states',
+            'pose_stamp': _pose_stamp(pose_topic, pose_has_header),
             'chain': chain.to_dict(),
             'joint_names': list(joint_names or ()),
             'files': {'kinematics_pose': KINEMATICS_POSE_FILE, 'joint_states': JOINT_STATES_FILE},
@@ -257,6 +259,15 @@ def _convert(
         },
     )
     return pose_path, joint_path
+
+
+def _pose_stamp(pose_topic: str | None, pose_has_header: bool) -> str:
+    """metadata.json's pose_stamp, as the recorder writes it: a header-less KinematicsPose
+    (ROBOTIS's) is stamped with the bag's log time, its receipt, which the loader pairs with the
+    joint state before it (data.RECEIPT_LAG_S)."""
+    if pose_topic is None:
+        return 'fk of joint_states'
+    return 'header, else the bag log time' if pose_has_header else 'receipt'
 
 
 def _one_topic(

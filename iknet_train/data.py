@@ -414,7 +414,11 @@ def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:
         raise ValueError(f'{path}: not a CSV file this tool can read ({error})') from None
     first_data_line = 1 if names is not None else 2
     table.index = pd.RangeIndex(first_data_line, first_data_line + len(table))
-    table = table[table.fillna('').ne('').any(axis=1)]  # blank lines hold no row
+    # Blank lines (spaces at most) hold no row: rows with nothing in their first field, then in
+    # none of the others (a field a line lacks reads as '').
+    first_empty = np.flatnonzero(table.iloc[:, 0].str.strip().eq('').to_numpy())
+    blank = first_empty[table.iloc[first_empty, 1:].eq('').all(axis=1).to_numpy()]
+    table = table.drop(index=table.index[blank])
     cut = False
     if not table.empty and (reason := _cut_off(table, last_lines, ends_with_newline)):
         logger.warning(
@@ -549,7 +553,9 @@ def _chain_joints(path: Path, table: pd.DataFrame, chain: Chain) -> np.ndarray:
     position_columns = [f'position{i}' for i in range(n_entries)]
     _require_columns(path, table, name_columns + position_columns)
     names = table[name_columns].to_numpy(dtype=str)
-    numbers = np.vectorize(is_number, otypes=[bool])(names) & ~np.isin(names, chain.joint_names)
+    unique, inverse = np.unique(names, return_inverse=True)  # a call per name, not per cell
+    is_name = [is_number(name) and name not in chain.joint_names for name in unique.tolist()]
+    numbers = np.array(is_name, dtype=bool)[inverse].reshape(names.shape)
     if numbers.any():
         row, entry = (int(i[0]) for i in np.nonzero(numbers))
         raise ValueError(

@@ -233,7 +233,14 @@ def test_iknet_convert_writes_the_csv_pair_and_says_what_it_read(tmp_path, joint
         tmp_path / 'csv' / 'kinematics_pose.csv', tmp_path / 'csv' / 'joint_states.csv', OMX_CHAIN
     )
     assert len(recording) == COUNT and not recording.cut_short
-    assert (tmp_path / 'csv' / METADATA_FILE).is_file()
+    metadata = json.loads((tmp_path / 'csv' / METADATA_FILE).read_text())
+    assert metadata['pose_stamp'] == 'header, else the bag log time'
+    # ROBOTIS's header-less poses are stamped with the log time, their receipt: the loader
+    # pairs them with the joint state before them, as it does the recorder's.
+    bag = write_bag(tmp_path / 'robotis', joints, StoragePlugin.MCAP, header=False)
+    assert convert_main([str(bag), str(tmp_path / 'robotis_csv')]) == 0
+    metadata = json.loads((tmp_path / 'robotis_csv' / METADATA_FILE).read_text())
+    assert metadata['pose_stamp'] == 'receipt'
 
 
 def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, capsys):

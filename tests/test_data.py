@@ -216,7 +216,7 @@ def _blank_lines_before_a_bad_value(pose_csv: Path, joint_csv: Path) -> None:
     fields = lines[8].split(',')
     fields[9] = 'inf'  # position1 on line 9, line 11 once two blank lines come before it
     lines[8] = ','.join(fields)
-    lines[2:2] = ['\n', '\n']
+    lines[2:2] = ['\n', '  \n']  # one holds spaces
     joint_csv.write_text(''.join(lines))
 
 
@@ -297,7 +297,8 @@ def test_bad_files_get_an_error_naming_file_place_and_problem(tmp_path: Path, ca
 def test_poses_stamped_on_receipt_pair_with_the_joint_state_just_before(tmp_path: Path) -> None:
     """ROBOTIS's KinematicsPose has no header: the recorder stamps it on receipt, after the
     joint state published with it (its header's stamp) by the transport's lag."""
-    _, _, joints = recording_files(tmp_path, joint_offset_ns=-5_000_000)  # received 5 ms later
+    # Received 7 ms later: nearer the next joint state (3 ms after) than its own.
+    _, _, joints = recording_files(tmp_path, joint_offset_ns=-7_000_000)
     with pytest.raises(ValueError, match=r'no pose .* has a joint state .* within 2 ms'):
         load_recording(tmp_path / KINEMATICS_POSE_FILE, tmp_path / JOINT_STATES_FILE, OMX_CHAIN)
     (tmp_path / METADATA_FILE).write_text(json.dumps({'pose_stamp': 'receipt'}))

@@ -38,6 +38,14 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
   fi
 fi
+held=()
+if [ "$mode" = distro ]; then
+  # NumPy at the distro's major version, as the distro's Python has it (asked before the .venv,
+  # whose own NumPy may already be the wrong one): its message modules (and apt's numba and
+  # pandas) are built for it, and the newest onnx would pull NumPy 2 over a distro's NumPy 1.
+  numpy_major=$("$python" -s -c 'import numpy; print(numpy.__version__.split(".")[0])' 2>/dev/null || true)
+  if [ -n "$numpy_major" ]; then held=("numpy==$numpy_major.*"); fi
+fi
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
 
@@ -51,13 +59,6 @@ if [ ! -f "$stamp" ]; then
   fi
   # This tree, editable (iknet-train, iknet-test, ... run its code), with its dependencies.
   # -qq: setuptools warns on every editable install that folders here may shadow packages.
-  held=()
-  if [ "$mode" = distro ]; then
-    # NumPy at the distro's major version: its message modules (and apt's numba and pandas) are
-    # built for it, and the newest onnx would pull NumPy 2 over a distro's NumPy 1.
-    numpy_major=$(python -c 'import numpy; print(numpy.__version__.split(".")[0])' 2>/dev/null || true)
-    if [ -n "$numpy_major" ]; then held=("numpy==$numpy_major.*"); fi
-  fi
   python -m pip install -qq -e ".[$extras]" "${held[@]}"
   if [ "$mode" = pypi ]; then
     # The wheels' CMake exports name include paths of the machine that built them.
