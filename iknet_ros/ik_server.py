@@ -358,7 +358,9 @@ class IKServer(Node):
                 was = arm_joints(before, self.chain.joint_names)
                 # A continuous joint's state may have wrapped past +-pi meanwhile: the same arm.
                 moved = (
-                    np.abs(continuous_nearest(self.chain, now, was) - was).max()
+                    path_service.start_distance(
+                        self.chain, continuous_nearest(self.chain, now, was), was
+                    )
                     if now is not None
                     else 0.0
                 )

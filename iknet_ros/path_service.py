@@ -16,11 +16,13 @@ from iknet_core.solvers.path import (
     check_start,
     follow_path,
     has_joints_to_spare,
+    start_in_reach,
     start_solutions,
 )
 from iknet_core.solvers.path_timing import (
     DEFAULT_MAX_ACCELERATION,
     DEFAULT_MAX_VELOCITY,
+    chain_timing,
     slide_units,
     speed_units,
     time_stamps,
@@ -39,9 +41,15 @@ from iknet_ros.requests import (
 # A trajectory longer than this (s) is a slip (stamps, or a speed limit in the wrong unit), not
 # a path: the arm would be given goals for it, long after whoever asked has gone.
 LONGEST_PATH_S = 86_400.0
-# How far (rad) the arm's joint states may be from a path's start joints for it to be executed;
-# farther, its first goal would jump.
+# How far (rad; a slide's SLIDE_METRES_PER_RAD times it, in m) the arm's joint states may be from
+# a path's start joints for it to be executed; farther, its first goal would jump.
 START_TOLERANCE_RAD = 0.02
+
+
+def start_distance(chain: Chain, a: np.ndarray, b: np.ndarray) -> float:
+    """The largest joint difference of a and b (n,) in rad, a slide's in slide_units (2 mm of a
+    torso lift is 0.02 rad's worth, not 19 mm)."""
+    return float((np.abs(a - b) / slide_units(chain)).max())
 
 
 def solve_path(
@@ -65,15 +73,19 @@ def solve_path(
     if request.execute:
         if present is None:
             raise RequestError("execute needs the arm's joint states, and none has come")
-        if start is not None and np.abs(start - present).max() > START_TOLERANCE_RAD:
+        if start is not None and start_distance(chain, start, present) > START_TOLERANCE_RAD:
             raise RequestError(
                 f'execute: the arm is at {np.round(present, 4).tolist()}, not at the start joints '
                 f'{np.round(start, 4).tolist()}; move it there first'
             )
-    # Timed, searched and followed from the same start as follow_path takes it: a joint that
-    # turns whole turns back into its reach (a UR5's state counted past 2 pi).
+    # Searched and followed from the start as follow_path takes it (a joint that turns whole
+    # turns back into its reach: a UR5's state counted past 2 pi; clamped into the limits), timed
+    # from where the arm is (executed: its joint states): past a software limit, the move into
+    # it takes its time (timed from the clamped start, a PR2's shoulder got 145 rad/s).
+    given = present if start is None else start
     try:
-        start = check_start(chain, present if start is None else start)
+        start = check_start(chain, given)
+        origin = start_in_reach(chain, present if request.execute else given)
     except ValueError as error:
         raise RequestError(str(error)) from error
     limits = [request.max_velocity or DEFAULT_MAX_VELOCITY]
@@ -97,7 +109,7 @@ def solve_path(
             # A timed path's first stamp must leave the time to move to another start.
             keep = np.ones(len(others), dtype=bool)
             if times is not None:
-                moves = np.abs(others - start) / speed_units(chain, limits[0])
+                moves = np.abs(others - origin) / speed_units(chain, limits[0])
                 keep = moves.max(-1) <= limits[0] * times[0]
             starts += int(keep.sum())
             result = alternative_paths(
@@ -112,8 +124,8 @@ def solve_path(
         raise RequestError(str(error)) from error
     reached = result.joints[: result.failed_at]
     if times is None:
-        units = speed_units(chain, limits[0])
-        stamps = time_stamps(np.concatenate([start[None], reached]), *limits, units)[1:]
+        from_origin = np.concatenate([origin[None], reached])
+        stamps = time_stamps(from_origin, *limits, **chain_timing(chain))[1:]
         if len(stamps) and stamps[-1] > LONGEST_PATH_S:
             raise RequestError(
                 f'at max_velocity {limits[0]:g} rad/s and max_acceleration {limits[1]:g} '
@@ -122,8 +134,8 @@ def solve_path(
     else:
         stamps = times[: len(reached)]
         if result.success:  # a failed path says why it failed
-            from_start = np.concatenate([start[None], reached])
-            check_speed(from_start, stamps, limits[0], chain, given=bool(request.max_velocity))
+            from_origin = np.concatenate([origin[None], reached])
+            check_speed(from_origin, stamps, limits[0], chain, given=bool(request.max_velocity))
     response = SolvePath.Response(success=result.success)
     response.failed_at = -1 if result.failed_at is None else result.failed_at
     response.trajectory.header.frame_id = base_frame

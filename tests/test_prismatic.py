@@ -27,7 +27,13 @@ from iknet_core.solvers import SolverSettings, Tolerance
 from iknet_core.solvers.factory import available_solvers, build_solver
 from iknet_core.solvers.kernels import CompiledChain
 from iknet_core.solvers.path import follow_path, smooth_joint_paths
-from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD, speed_units, time_stamps
+from iknet_core.solvers.path_timing import (
+    SLIDE_METRES_PER_RAD,
+    chain_timing,
+    slide_units,
+    speed_units,
+    time_stamps,
+)
 from iknet_ros.qos import SERVICE_QUEUE_QOS
 
 _Z, _DOWN = (0.0, 0.0, 1.0), (0.0, 0.0, -1.0)
@@ -148,7 +154,7 @@ def test_a_slide_is_timed_in_metres_per_second() -> None:
     lowered[:, 2] = np.linspace(0.0, 0.2, 11)
     turned = np.zeros((11, 4))
     turned[:, 0] = np.linspace(0.0, 0.2 / SLIDE_METRES_PER_RAD, 11)
-    slide_stamps = time_stamps(lowered, units=speed_units(SCARA))
+    slide_stamps = time_stamps(lowered, units=slide_units(SCARA))
     np.testing.assert_allclose(slide_stamps, time_stamps(turned), rtol=1e-12)
     speeds = np.diff(lowered[:, 2]) / np.diff(slide_stamps)
     assert speeds.max() <= SLIDE_METRES_PER_RAD * (1.0 + 1e-9)  # the default 1 rad/s, in m/s
@@ -164,10 +170,20 @@ def test_a_urdf_velocity_limit_slows_its_joint_and_survives_the_round_trip() -> 
     np.testing.assert_allclose(speed_units(chain), [0.5, 1.0, SLIDE_METRES_PER_RAD, 1.0])
     turned = np.zeros((21, 4))
     turned[:, 0] = turned[:, 1] = np.linspace(0.0, 1.5, 21)
-    stamps = time_stamps(turned, units=speed_units(chain))
+    stamps = time_stamps(turned, **chain_timing(chain))
     assert stamps[-1] > 1.5 * time_stamps(turned)[-1]  # the shoulder at half the speed
     speeds = np.diff(turned[:, 0]) / np.diff(stamps)
     assert speeds.max() <= 0.5 * (1.0 + 1e-9)
+    # A higher speed limit never slows the path: the shoulder's own limit caps its speed, not
+    # its acceleration (which fell with a shared scale: 10 rad/s took twice as long as 2).
+    times = [time_stamps(turned, v, 2.0, **chain_timing(chain))[-1] for v in (0.5, 1.0, 2.0, 10.0)]
+    assert times == sorted(times, reverse=True)
+    stamps = time_stamps(turned, 10.0, 2.0, **chain_timing(chain))
+    durations = np.diff(stamps)
+    velocities = np.concatenate([[0.0], np.diff(turned[:, 0]) / durations, [0.0]])
+    around = 0.5 * (np.concatenate([[0.0], durations]) + np.concatenate([durations, [0.0]]))
+    accelerations = np.abs(np.diff(velocities)) / around
+    assert 1.0 < accelerations.max() <= 2.0 * (1.0 + 1e-6)  # the limit asked for, not 0.1
 
 
 @pytest.mark.parametrize('max_velocity', [0.0, 1.0], ids=['no max_velocity', 'max_velocity'])

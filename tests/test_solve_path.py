@@ -336,6 +336,21 @@ def test_a_start_a_turn_past_the_reach_is_timed_from_the_same_arm():
     )
 
 
+def test_a_start_past_a_software_limit_is_timed_from_where_the_arm_is():
+    # path_service itself, in-process: joint3 rests at 1.48 rad, past its limit (1.4) but
+    # inside its reach (1.49). The path is followed from the limit, and the move there takes
+    # its time: timed from the limit, the first point came 1 ms in (80 rad/s).
+    arm = np.array([0.0, -0.3, 1.48, 0.2])
+    inside = np.array([0.0, -0.3, 1.4, 0.2])
+    curve = inside + np.linspace(0.0, 0.02, 5)[:, None] * [1.0, 0.0, 0.0, 0.0]
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), arm)
+    answer = path_service.solve_path(request, OMX_CHAIN, 'world', DEFAULT_SETTINGS, {})
+    assert answer.success, answer.message
+    first = np.array(answer.trajectory.points[0].positions)
+    assert first[2] <= 1.4 + 1e-9  # inside the limits
+    assert seconds(answer.trajectory.points[0]) >= (1.48 - first[2]) / MAX_VELOCITY
+
+
 def test_tighten_reaches_the_follower_with_and_without_alternatives(monkeypatch):
     # path_service itself, in-process: the request's tighten goes to follow_path, or to
     # alternative_paths where other starts are asked for.

@@ -729,13 +729,20 @@ def _check_targets(
 
 
 def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
-    """Start joints (n,) as follow_path takes them: inside the joints' reach (within
-    START_SLACK_RAD), clamped into the software limits (a real arm may rest a tick past a limit,
-    and the path must keep to them).
-    A joint that turns whole turns is taken whole turns back into its reach: the same arm (a
-    UR5's state counted past 2 pi). A continuous joint stays where it is, past +-pi or turns on:
-    its path goes on from there, so the trajectory starts where the arm is. ValueError naming a
-    start joint more than START_SLACK_RAD outside its reach."""
+    """Start joints (n,) as follow_path takes them: start_in_reach's, clamped into the software
+    limits (a real arm may rest past a limit, and the path must keep to them). A trajectory
+    starts from start_in_reach's joints, where the arm is."""
+    start = start_in_reach(chain, start)
+    continuous = continuous_joints(chain)
+    return np.where(continuous, start, np.clip(start, *joint_bounds(chain, 'limits')))
+
+
+def start_in_reach(chain: Chain, start: np.ndarray) -> np.ndarray:
+    """Start joints (n,) checked to lie inside the joints' reach (within START_SLACK_RAD, taken
+    onto it). A joint that turns whole turns is taken whole turns back into its reach: the same
+    arm (a UR5's state counted past 2 pi). A continuous joint stays where it is, past +-pi or
+    turns on: its path goes on from there, so the trajectory starts where the arm is.
+    ValueError naming a start joint more than START_SLACK_RAD outside its reach."""
     start = check_seed(start, chain, 'start joints')
     continuous = continuous_joints(chain)
     start = np.where(continuous, start, into_reach(chain, start))
@@ -748,7 +755,7 @@ def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
             f'start joint {chain.joint_names[i]} = {start[i]:.4f} {chain.joints[i].unit} '
             f'is outside its reach [{low[i]:.4f}, {high[i]:.4f}]'
         )
-    return np.where(continuous, start, np.clip(start, *joint_bounds(chain, 'limits')))
+    return np.where(continuous, start, np.clip(start, low, high))
 
 
 def _path_bounds(chain: Chain, start: np.ndarray, count: int, max_step: float) -> np.ndarray:
