@@ -63,7 +63,7 @@ def solve_path(
     """The answer to one request; RequestError for a request that cannot be followed at all.
     solver: the server's, whose solutions of the first waypoint are alternative starts."""
     targets, times = path_targets(request, base_frame)
-    start = check_seed(request.start.name, request.start.position, chain.joint_names)
+    start = check_seed(request.start.name, request.start.position, chain.joint_names, 'start')
     needed = start is None or request.execute  # else the arm's states play no part
     present = arm_joints(current_joints, chain.joint_names) if needed else None
     if start is None and present is None:

@@ -61,30 +61,31 @@ def check_seed(
     names: Sequence[str],
     positions: Sequence[float],
     joint_names: Sequence[str],
-    what: str = 'seed positions',
+    field: str = 'seed',
 ) -> np.ndarray | None:
     """Seed joints in chain order (n,) rad; None for an empty seed; RequestError if malformed.
 
     Extra joints (a gripper in /joint_states) are ignored; every chain joint must be present.
-    what: the values' name where they are not finite.
+    field: what the errors call the joints (SolveIK's seed, SolvePath's start).
     """
     if not names and not positions:
         return None
     if len(names) != len(positions):
-        raise RequestError(f'seed has {len(names)} names but {len(positions)} positions')
+        raise RequestError(f'{field} has {len(names)} names but {len(positions)} positions')
     by_name = dict(zip(names, positions, strict=True))
     twice = sorted({name for name in names if name in joint_names and names.count(name) > 1})
     if twice:
-        raise RequestError(f'seed names {twice} more than once: which position is meant?')
+        raise RequestError(f'{field} names {twice} more than once: which position is meant?')
     missing = [name for name in joint_names if name not in by_name]
     if missing:
         raise RequestError(
-            f'seed lacks joints {missing}; expected names {list(joint_names)}, got {list(names)}'
+            f'{field} lacks joints {missing}; expected names {list(joint_names)}, got '
+            f'{list(names)}'
         )
     seed = np.array([by_name[name] for name in joint_names], dtype=np.float64)
     if not np.all(np.isfinite(seed)):
         named = dict(zip(joint_names, seed.tolist(), strict=True))
-        raise RequestError(f'{what} {named} are not finite')
+        raise RequestError(f'{field} positions {named} are not finite')
     return seed
 
 

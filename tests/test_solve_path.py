@@ -135,6 +135,10 @@ BAD = {
     'nan waypoint': (lambda r: setattr(r.path.poses[1].position, 'y', math.nan), 'waypoint 1:'),
     'other frame': (lambda r: setattr(r.path.header, 'frame_id', 'camera'), 'base frame'),
     'no start': (lambda r: setattr(r, 'start', JointState()), 'no start joints'),
+    'start without a joint': (
+        lambda r: setattr(r, 'start', JointState(name=['joint1'], position=[0.0])),
+        "start lacks joints ['joint2', 'joint3', 'joint4']",
+    ),
     'start outside limits': (
         lambda r: setattr(r.start, 'position', [0.0, 0.0, 0.0, 9.0]),
         'outside its reach',
