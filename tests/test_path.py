@@ -1395,3 +1395,19 @@ def test_a_continuous_joint_turns_on_the_same_whatever_max_step():
             turned_on = follow_path(chain, poses, curve[0] + turns, max_step=max_step)
             assert followed.success and turned_on.success, (followed.reason, turned_on.reason)
             np.testing.assert_allclose(turned_on.joints - turns, followed.joints, atol=1e-8)
+
+
+def test_a_stopped_path_of_whole_poses_on_an_arm_of_few_joints_says_positions_may_do():
+    # A sideways line at one fixed orientation: the OM-X turns its base along it, so it cannot
+    # keep the orientation; the reason says that its positions alone may be followed.
+    start = np.array([0.0, -0.3, 0.4, 0.5])
+    first = pose_from_joints(OMX_CHAIN, start)
+    line = np.repeat(first[None], 20, 0)
+    line[:, 1] += np.linspace(0.0, 0.05, 20)
+    stopped = follow_path(OMX_CHAIN, line, start)
+    assert not stopped.success
+    assert 'with 4 joints the arm takes a whole pose only where its orientation fits' in (
+        stopped.reason
+    )
+    followed = follow_path(OMX_CHAIN, line[:, :3], start)
+    assert followed.success and followed.reason == ''

@@ -661,7 +661,8 @@ def follow_path(
         status=np.array(STATUS_NAMES, dtype=object)[status],
         max_step=float(max_step),
         failed_at=failed_at,
-        reason=_reason(failed_at, status, errors, max_step),
+        reason=_reason(failed_at, status, errors, max_step)
+        + _pose_hint(chain, settings, failed_at),
     )
 
 
@@ -839,6 +840,18 @@ def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_s
         f'waypoint {failed_at} is not reached from {previous} (nearest: '
         f'{position_error * 1e3:.3g} mm{angle}): out of reach, outside the limits, or reachable '
         'only on another branch'
+    )
+
+
+def _pose_hint(chain: Chain, settings: SolverSettings, failed_at: int | None) -> str:
+    """For a path of whole poses that stopped on an arm of fewer joints than a pose has degrees
+    of freedom: most paths of poses are beyond it (a 5-joint arm cannot hold one orientation
+    along a line), which the reason alone does not say."""
+    if failed_at is None or settings.is_position_only or chain.n_joints >= 6:
+        return ''
+    return (
+        f'; with {chain.n_joints} joints the arm takes a whole pose only where its orientation '
+        'fits its position: for the positions alone, position_only'
     )
 
 
