@@ -43,7 +43,8 @@ from iknet_core.csv_schema import (
 )
 from iknet_core.kinematics.chain import Chain, chain_difference
 from iknet_core.kinematics.fk import pose_from_joints
-from iknet_core.solvers.policy import into_reach
+from iknet_core.solvers.path_timing import slide_units
+from iknet_core.solvers.policy import continuous_joints, into_reach, joint_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ RECEIPT_LAG_S = 0.009
 # A recording whose share of poses without a partner is above this gets a warning, not a line
 # of information: stamps from two clocks, or a lag the tolerance does not cover.
 DROPPED_WARNING_SHARE = 0.1
+# Recorded joints this far (rad; a slide's slide_units of it) beyond the chain's reach get a
+# warning: the reach holds what a hand-guided arm does past its limits.
+BEYOND_REACH_RAD = 0.05
 # Recorded quaternions are unit length to float precision; anything further off is not a pose.
 QUATERNION_NORM_TOLERANCE = 1e-3
 # Recorded positions whose median distance from FK of the recorded joints is over this share of
@@ -156,8 +160,26 @@ def _check_not_empty(pose_csv: Path, joint_csv: Path) -> None:
             what = 'missing' if not path.is_file() else 'without a row'
             raise EmptyRecordingError(
                 f'{pose_csv.parent}: an empty recording ({path.name} {what})'
-                f'{_skipped(metadata_path)}'
+                f'{_no_pose_topic(metadata_path, path == pose_csv)}{_skipped(metadata_path)}'
             )
+
+
+def _no_pose_topic(metadata_path: Path, poses_missing: bool) -> str:
+    """Where a recording of the pose topic has joint states but no pose: '; nothing came on
+    TOPIC ...', the likely cause (an arm without /kinematics_pose); else ''."""
+    try:
+        metadata = _read_metadata(metadata_path)
+        streams = metadata.get('streams') or {}
+        joint_states = (streams.get('joint_states') or {}).get('written', 0)
+        topic = (metadata.get('topics') or {}).get('kinematics_pose')
+    except (ValueError, AttributeError):
+        return ''
+    if not (poses_missing and metadata.get('pose_source') == 'topic' and joint_states):
+        return ''
+    return (
+        f'; {joint_states} joint states came, but nothing on {topic}: an arm without it '
+        'records with pose_source:=fk (poses by FK of the joint states)'
+    )
 
 
 def _skipped(metadata_path: Path) -> str:
@@ -254,9 +276,26 @@ def load_recording(
 
 def _warn_if_another_arm(recording: Recording, chain: Chain) -> None:
     """Warn where FK of the recorded joints misses the recorded positions by more than
-    FK_MISMATCH_SHARE of the arm's length (median): the data would train a model of nothing."""
+    FK_MISMATCH_SHARE of the arm's length (median): the data would train a model of nothing;
+    and where joints go beyond the chain's reach (poses by FK of another arm's joints that share
+    its joint names, an xArm's joint1..joint4 recorded as an OM-X's, match that FK)."""
     if not len(recording):
         return
+    low, high = joint_bounds(chain, 'reach')
+    margin = BEYOND_REACH_RAD * slide_units(chain)
+    beyond = (~continuous_joints(chain)) & (
+        (recording.joints < low - margin) | (recording.joints > high + margin)
+    )
+    if beyond.any():
+        joint = int(np.argmax(beyond.sum(0)))
+        values = recording.joints[beyond[:, joint], joint]
+        logger.warning(
+            '%s: %d of %d rows have joints beyond the reach of %s (%s up to %.3f, its reach '
+            '[%.3f, %.3f]): recorded for another arm? (the recorder takes yours as urdf, '
+            'base_link and tip_link)',
+            recording.source, int(beyond.any(1).sum()), len(recording), chain.name or 'the chain',
+            chain.joint_names[joint], values[np.argmax(np.abs(values))], low[joint], high[joint],
+        )  # fmt: skip
     reached = pose_from_joints(chain, recording.joints)[:, :3]
     median = float(np.median(np.linalg.norm(reached - recording.poses[:, :3], axis=-1)))
     if median > FK_MISMATCH_SHARE * chain.stretched_length:

@@ -76,6 +76,19 @@ def test_a_recording_that_loses_most_of_its_poses_gets_a_warning(tmp_path: Path,
     assert 'stamps from two clocks, or a lag between the topics?' in warned[0].getMessage()
 
 
+def test_joints_beyond_the_chains_reach_get_a_warning(tmp_path: Path, caplog) -> None:
+    # Another arm whose joints share the OM-X's names (an xArm's joint1..joint4): FK-made poses
+    # match FK, so only the joints give it away.
+    pose_csv, joint_csv, _ = recording_files(tmp_path)
+    for row in (3, 4, 5):
+        edit_cell(joint_csv, row, 'position3', '2.74')  # joint4's reach ends at 2.12
+    load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert (
+        '3 of 100 rows have joints beyond the reach of open_manipulator_x (joint4 up to 2.740'
+        in (caplog.text)
+    )
+
+
 def test_pairs_by_stamp_with_messages_dropped_on_either_side(tmp_path: Path) -> None:
     pose_csv, joint_csv, joints = recording_files(tmp_path)
     drop_rows(pose_csv, [10, 11, 50])
@@ -709,6 +722,16 @@ def test_empty_recordings_in_a_glob_are_left_out_with_a_warning(
     write_metadata(tmp_path / 'b', status='complete', streams=skipped)
     with pytest.raises(ValueError, match=r'recorder skipped 200 joint_states \(missing_joints\)'):
         load_recordings(find_recordings([tmp_path / 'b']), OMX_CHAIN)
+    # Joint states but no pose: an arm without /kinematics_pose, recorded from that topic.
+    recording_files(tmp_path / 'd', n=20)
+    (tmp_path / 'd' / KINEMATICS_POSE_FILE).write_text(','.join(KINEMATICS_POSE_COLUMNS) + '\n')
+    streams = {'joint_states': {'written': 20, 'skipped': {}}}
+    topics = {'kinematics_pose': '/kinematics_pose'}
+    write_metadata(
+        tmp_path / 'd', status='complete', streams=streams, topics=topics, pose_source='topic'
+    )
+    with pytest.raises(ValueError, match='20 joint states came, but nothing on /kinematics_pose'):
+        load_recordings(find_recordings([tmp_path / 'd']), OMX_CHAIN)
 
 
 def test_a_killed_recording_with_a_cut_off_line_is_read_up_to_its_last_flush(
