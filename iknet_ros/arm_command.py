@@ -366,7 +366,8 @@ class NoCommander:
     async def command(
         self, names: Sequence[str], positions: Sequence[float], path_time: float
     ) -> tuple[bool, str]:
-        return True, 'not sent (command_interface is none)'
+        # Not accepted: is_planned says the arm took the goal (it said so, and the arm stayed).
+        return False, 'not sent (command_interface is none)'
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
         return False, 'not sent (command_interface is none)'

@@ -301,6 +301,12 @@ def test_a_solver_the_server_cannot_serve_is_refused_when_set(processes, ros, tm
     response = ros.call(solve, solve_request(test_poses(1)[0]))
     assert response.success and response.message.startswith('refine-from-zero:'), response.message
     assert 'serving without a network' in (tmp_path / 'server.log').read_text()
+    # command_interface none sends nothing: a move is not planned (it said it was).
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    move = SetKinematicsPose.Request(planning_group='arm', path_time=1.0)
+    move.kinematics_pose.pose = solve_request(test_poses(1)[0]).target.pose
+    assert not ros.call(mover, move).is_planned
+    assert 'not sent (command_interface is none)' in (tmp_path / 'server.log').read_text()
 
 
 @pytest.mark.parametrize('solver', ['network', 'network+refine', 'analytic'])
