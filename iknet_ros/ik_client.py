@@ -327,10 +327,17 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     refused = answer is not None and not answer.success and answer.message.startswith('seed ')
     if refused and present is not None:
-        # The message was another publisher's on /joint_states (a gripper's, without the arm's
-        # joints: requests.check_seed's refusal): asked again without a seed.
+        # The states so far were another publisher's on /joint_states (a gripper's, without the
+        # arm's joints: requests.check_seed's refusal): asked without a seed for the arm's joint
+        # names, then again with the states once they hold them all.
         request.seed = type(present)()
         answer = call(node, client, request, args.timeout, resend_after_s=1.0)
+        names = list(answer.solutions[0].name) if answer and answer.solutions else []
+        has_arm = lambda state: set(names) <= set(state.name)  # noqa: E731
+        present = joint_state(node, min(args.timeout, JOINT_STATES_DISCOVERY_S), has_arm)
+        if names and present is not None:
+            request.seed = present
+            answer = call(node, client, request, args.timeout, resend_after_s=1.0)
     if answer is None or not answer.success:
         reason = answer.message if answer else 'no answer'
         print(f"FAILED: the {path_name(args)}'s first waypoint: {reason}")
@@ -371,19 +378,28 @@ def joint_state(
     until=lambda state: True,
     no_publisher_after_s: float | None = None,
 ):
-    """The arm's latest /joint_states message once until(message) holds, or None when that does
-    not happen within timeout_s, or when no_publisher_after_s pass with no publisher of the
+    """The arm's latest joint states, merged by name from every /joint_states publisher (a
+    gripper's driver beside the arm's), as one JointState once until(it) holds; None when that
+    does not happen within timeout_s, or when no_publisher_after_s pass with no publisher of the
     topic discovered (one subscription for the whole wait)."""
     from sensor_msgs.msg import JointState
 
-    latest: list[JointState] = []
-    subscription = node.create_subscription(JointState, '/joint_states', latest.append, 10)
+    merged: dict[str, float] = {}
+
+    def take(message: JointState) -> None:
+        if len(message.name) == len(message.position):
+            merged.update(zip(message.name, message.position, strict=True))
+
+    def state() -> JointState:
+        return JointState(name=list(merged), position=[float(v) for v in merged.values()])
+
+    subscription = node.create_subscription(JointState, '/joint_states', take, 10)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     started = time.monotonic()
 
     def ended() -> bool:
-        if latest and until(latest[-1]):
+        if merged and until(state()):
             return True
         return (
             no_publisher_after_s is not None
@@ -392,12 +408,12 @@ def joint_state(
         )
 
     try:
-        done = spin_until(executor, ended, timeout_s) and bool(latest) and until(latest[-1])
+        done = spin_until(executor, ended, timeout_s) and bool(merged) and until(state())
     finally:
         executor.remove_node(node)
         executor.shutdown()
         node.destroy_subscription(subscription)
-    return latest[-1] if done else None
+    return state() if done else None
 
 
 def waypoint_pose(waypoint: np.ndarray):
