@@ -675,6 +675,13 @@ def time_block_split(
     masks = []
     for recording in recordings:
         block = ((recording.stamps - recording.stamps[0]) // block_s).astype(np.int64)
+        # A last block of under half a block's time joins the one before: a recording whose
+        # length is a whole number of blocks ended in a block of one row, which a draw could
+        # make the whole validation set.
+        if len(block) and block[-1] > 0:
+            last = block == block[-1]
+            if recording.stamps[-1] - recording.stamps[last][0] < 0.5 * block_s:
+                block[last] = block[~last][-1]
         # The blocks that hold samples: a gap (a stamp from a clock at 0 before the others) left
         # empty blocks that took validation draws, and a billion of them filled the memory.
         held = np.unique(block)

@@ -336,6 +336,14 @@ def test_time_block_split_draws_from_the_blocks_that_hold_samples() -> None:
     assert len(np.unique(blocks[val])) == round(0.2 * len(held))  # of the 101 that hold samples
 
 
+def test_time_block_split_joins_a_short_last_block_to_the_one_before() -> None:
+    # 20 s and one sample at 100 Hz in 10 s blocks: blocks of 1,000, 1,000 and 1 rows.
+    recording = make_recording(2_001)
+    for seed in range(8):
+        _, val = time_block_split([recording], train_ratio=0.5, block_s=10.0, seed=seed)
+        assert val.sum() in (1_000, 1_001), seed  # never the lone last sample
+
+
 def make_recording(n: int, period_s: float = 0.01) -> Recording:
     return Recording(
         source='test',
