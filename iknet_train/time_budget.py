@@ -67,6 +67,7 @@ class TimeBudget:
         self.clock = synced_clock(device)
         self.iteration_s: float | None = None
         self.epoch_s: float | None = None
+        self.first_epoch_ends: float | None = None  # when the first epoch should end, once timed
 
     def iteration_done(self, index: int, most_epochs: int) -> int | None:
         """After iteration `index` of the first epoch: the epochs that fit once timed, or None."""
@@ -79,7 +80,14 @@ class TimeBudget:
         self.iteration_s = (now - self.clock) / (self.last - self.first)
         self.epoch_s = self.iters_per_epoch * self.iteration_s + self.validation_s
         rest = 0.0 if self.whole_epoch else self.epoch_s - (index + 1) * self.iteration_s
+        self.first_epoch_ends = now + rest
         return epochs_that_fit(self.deadline - now, rest, self.epoch_s, most_epochs)
+
+    def overrun_s(self) -> float:
+        """Seconds the first epoch should run past the deadline (0: it ends in time), once
+        timed: at least one epoch runs, whatever the budget."""
+        ends = self.first_epoch_ends
+        return 0.0 if ends is None else max(0.0, ends - self.deadline)
 
     def timing(self) -> str:
         """What the plan was made from, for the log."""

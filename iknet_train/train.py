@@ -717,6 +717,14 @@ def train(
                     epochs,
                     budget.timing(),
                 )
+                if budget.overrun_s() > 0.0:
+                    logger.warning(
+                        '--max-time %g min: one epoch is longer; the first runs to its end, '
+                        '%.1f min past it (fewer samples, e.g. --synthetic, or a larger '
+                        '--batch-size, make an epoch shorter)',
+                        args.max_time,
+                        budget.overrun_s() / 60.0,
+                    )  # fmt: skip
         if not recorded:  # this run's first snapshot is written (ppe's, at the epoch's end)
             write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
             recorded = True

@@ -317,6 +317,20 @@ def test_epochs_that_fit_the_time_left() -> None:
     assert epochs_that_fit(5.0, 10.0, 20.0, most=50) == 1, 'the first epoch always ends'
 
 
+def test_a_budget_shorter_than_one_epoch_says_how_far_the_first_runs_past_it() -> None:
+    import time
+
+    from iknet_train.time_budget import TimeBudget
+
+    # An epoch of 1,000 iterations, 0.1 s each as timed, and 0.5 s of budget: about 100 s past.
+    budget = TimeBudget(0.5, time.monotonic(), torch.device('cpu'), 1_000, lambda: None)
+    assert budget.iteration_done(budget.first, most_epochs=10) is None
+    assert budget.overrun_s() == 0.0  # not timed yet
+    budget.clock -= 0.1 * (budget.last - budget.first)
+    assert budget.iteration_done(budget.last, most_epochs=10) == 1
+    assert 90.0 < budget.overrun_s() < 100.0
+
+
 def test_short_runs_train_on_a_one_cycle_schedule(recording: Path, tmp_path: Path) -> None:
     # One iteration in all: no schedule to warm up in, the rate stays at its peak.
     one = tmp_path / 'one'
