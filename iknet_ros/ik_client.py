@@ -234,8 +234,12 @@ def solve(node: Node, args: argparse.Namespace, quaternion: list[float] | None) 
     orientation = request.target.pose.orientation
     if quaternion is not None:
         orientation.x, orientation.y, orientation.z, orientation.w = quaternion
+    if args.move:  # the solution the server moves the arm to, seeded with the arm's joints
+        present = joint_state(node, args.timeout, no_publisher_after_s=JOINT_STATES_DISCOVERY_S)
+        if present is not None:
+            request.seed = present
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    response = call(node, client, request, args.timeout, resend_after_s=1.0)
+    response = ask_seeded(node, client, request, args.timeout)
     if response is None:
         return False
     aim = 'any orientation' if quaternion is None else f'quaternion {np.round(quaternion, 6)}'
@@ -324,20 +328,7 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
         )
         print(f"note: {why}: the first waypoint is solved without the arm's joints")
     client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
-    answer = call(node, client, request, args.timeout, resend_after_s=1.0)
-    refused = answer is not None and not answer.success and answer.message.startswith('seed ')
-    if refused and present is not None:
-        # The states so far were another publisher's on /joint_states (a gripper's, without the
-        # arm's joints: requests.check_seed's refusal): asked without a seed for the arm's joint
-        # names, then again with the states once they hold them all.
-        request.seed = type(present)()
-        answer = call(node, client, request, args.timeout, resend_after_s=1.0)
-        names = list(answer.solutions[0].name) if answer and answer.solutions else []
-        has_arm = lambda state: set(names) <= set(state.name)  # noqa: E731
-        present = joint_state(node, min(args.timeout, JOINT_STATES_DISCOVERY_S), has_arm)
-        if names and present is not None:
-            request.seed = present
-            answer = call(node, client, request, args.timeout, resend_after_s=1.0)
+    answer = ask_seeded(node, client, request, args.timeout)
     if answer is None or not answer.success:
         reason = answer.message if answer else 'no answer'
         print(f"FAILED: the {path_name(args)}'s first waypoint: {reason}")
@@ -370,6 +361,26 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
         plot_path(args.plot, path, response)
         print(f'  wrote {args.plot}')
     return bool(response.success and (response.executed or not args.move))
+
+
+def ask_seeded(node: Node, client, request, timeout_s: float):
+    """SolveIK's answer to request, seeded with the arm's joint states where it has a seed.
+    Where the states so far were another publisher's on /joint_states (a gripper's, without the
+    arm's joints: requests.check_seed's refusal), asked without a seed for the arm's joint names,
+    then again with the states once they hold them all (up to JOINT_STATES_DISCOVERY_S)."""
+    answer = call(node, client, request, timeout_s, resend_after_s=1.0)
+    refused = answer is not None and not answer.success and answer.message.startswith('seed ')
+    if not (refused and len(request.seed.name)):
+        return answer
+    request.seed = type(request.seed)()
+    answer = call(node, client, request, timeout_s, resend_after_s=1.0)
+    names = list(answer.solutions[0].name) if answer and answer.solutions else []
+    has_arm = lambda state: set(names) <= set(state.name)  # noqa: E731
+    present = joint_state(node, min(timeout_s, JOINT_STATES_DISCOVERY_S), has_arm)
+    if names and present is not None:
+        request.seed = present
+        answer = call(node, client, request, timeout_s, resend_after_s=1.0)
+    return answer
 
 
 def joint_state(
