@@ -140,6 +140,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error('give --x --y --z, or --line or --circle')
         if args.move and args.pitch is None and not all(given):
             parser.error('--move needs --pitch or a quaternion: the arm is sent to a whole pose')
+        if args.move and (args.solver or args.refine is False):
+            parser.error(
+                "--move sends the arm to the server's solver's refined answer: --solver and "
+                '--no-refine do not apply to it'
+            )
     elif args.steps < 2:
         parser.error(f'--steps must be at least 2, got {args.steps}')
     elif not 0 <= args.alternatives <= MAX_ALTERNATIVES:

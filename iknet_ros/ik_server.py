@@ -37,6 +37,7 @@ from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
+from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD
 from iknet_core.solvers.policy import continuous_nearest
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
@@ -365,7 +366,10 @@ class IKServer(Node):
                     else 0.0
                 )
                 if now is None or moved > path_service.START_TOLERANCE_RAD:
-                    reason = reason or f'the arm moved {moved:.3g} rad while it was solved'
+                    reason = reason or (
+                        f'the arm moved {moved:.3g} rad (a slide: its m / '
+                        f'{SLIDE_METRES_PER_RAD:g}) while it was solved'
+                    )
                     response.message += f'; not executed: {reason}, ask again'
                     return response
                 response.executed, reason = await self.commander.follow(response.trajectory)

@@ -95,7 +95,7 @@ def arm_joints(latest: Mapping[str, float], joint_names: Sequence[str]) -> np.nd
     not finite: a driver that reports NaN is named, not taken for one that has not spoken yet."""
     if not all(name in latest for name in joint_names):
         return None
-    return check_seed(list(latest), list(latest.values()), joint_names, "the arm's joint states")
+    return check_seed(list(latest), list(latest.values()), joint_names, "the arm's joint")
 
 
 def check_path_time(path_time: float) -> float:

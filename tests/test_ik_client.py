@@ -57,6 +57,9 @@ def test_bad_arguments_are_refused_before_any_call(ros_env, tmp_path):
     result = run_client(ros_env, *position, '--move')
     assert result.returncode == 2
     assert '--move needs --pitch or a quaternion' in result.stderr
+    result = run_client(ros_env, *pose, '--move', '--solver', 'network')
+    assert result.returncode == 2
+    assert "--move sends the arm to the server's solver's refined answer" in result.stderr
     result = run_client(ros_env, *pose, '--move', '--path-time', '-1')
     assert result.returncode == 2
     assert '--path-time must be > 0 s, got -1.0' in result.stderr

@@ -93,3 +93,11 @@ def test_the_limits_hold_where_the_caps_are_lowered_and_where_they_never_settle(
 
 def test_a_single_waypoint_is_at_zero():
     np.testing.assert_array_equal(time_stamps(np.zeros((1, 4))), [0.0])
+
+
+def test_own_velocity_limits_must_be_positive_and_a_joint_at_rest_caps_nothing():
+    line = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
+    with pytest.raises(ValueError, match='velocity limits must be > 0'):
+        time_stamps(line, velocity_limits=np.array([np.inf, 0.0]))
+    slow_at_rest = time_stamps(line, velocity_limits=np.array([np.inf, 1e-3]))
+    np.testing.assert_allclose(slow_at_rest, time_stamps(line))  # the second joint never moves

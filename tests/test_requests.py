@@ -61,7 +61,7 @@ def test_arm_joints_come_from_the_latest_states_by_name():
     latest = {'gripper': 0.01, 'joint4': 4.0, 'joint3': 3.0, 'joint2': 2.0}
     assert arm_joints(latest, NAMES) is None  # joint1 has not come yet
     np.testing.assert_array_equal(arm_joints({**latest, 'joint1': 1.0}, NAMES), [1, 2, 3, 4])
-    with pytest.raises(RequestError, match=r"joint states .*'joint3': nan.* not finite"):
+    with pytest.raises(RequestError, match=r"arm's joint positions .*'joint3': nan.* not finite"):
         arm_joints({**latest, 'joint1': 1.0, 'joint3': math.nan}, NAMES)
 
 

@@ -436,7 +436,7 @@ def test_a_nan_joint_state_is_named_where_the_states_are_needed_and_ignored_else
     answer = path_service.solve_path(from_start, OMX_CHAIN, 'world', DEFAULT_SETTINGS, states)
     assert answer.success, answer.message
     from_states = path_request(pose_from_joints(OMX_CHAIN, curve), None)
-    with pytest.raises(RequestError, match=r"joint states .*'joint2': nan.* not finite"):
+    with pytest.raises(RequestError, match=r"arm's joint positions .*'joint2': nan.* not finite"):
         path_service.solve_path(from_states, OMX_CHAIN, 'world', DEFAULT_SETTINGS, states)
 
 

@@ -135,9 +135,12 @@ def _top_speeds(
     if velocity_limits is None:
         return top
     own = np.asarray(velocity_limits, dtype=np.float64) / (1.0 if units is None else units)
+    if not (own > 0.0).all():
+        raise ValueError(f'velocity limits must be > 0 (inf: none), got {velocity_limits}')
     share = np.abs(steps) / np.where(lengths > 0.0, lengths, 1.0)[:, None]  # of the fastest's
     with np.errstate(divide='ignore'):
-        return np.minimum(top, (own / share).min(-1, initial=np.inf))
+        caps = np.where(share > 0.0, own / share, np.inf)  # a joint at rest caps nothing
+    return np.minimum(top, caps.min(-1, initial=np.inf))
 
 
 def _speed_caps(
