@@ -53,6 +53,9 @@ RELIABILITIES = ('reliable', 'best_effort')
 # 10 s of messages at 100 Hz: a disk stall of seconds queues messages instead of dropping them.
 QUEUE_DEPTH = 1000
 WARNING_PERIOD_S = 5.0
+# Joint states this long with no pose on the pose topic get a warning (once): an arm without
+# /kinematics_pose, recorded without pose_source fk, records nothing to train on.
+NO_POSE_WARNING_S = 5.0
 
 
 def _now_iso() -> str:
@@ -126,6 +129,7 @@ class Recorder(Node):
         self.joint_stats = StreamStats(joint_topic)
         self.pose_stats = StreamStats(pose_topic if self.pose_source == 'topic' else 'fk')
         self.pose_stamp_source = 'fk of joint_states'
+        self.no_pose_warned = False
         if self.pose_source == 'topic':
             self.pose_stamp_source = 'header' if has_header(KinematicsPose) else 'receipt'
 
@@ -225,6 +229,23 @@ class Recorder(Node):
             self.sync()
         except RecordingError as error:
             self.fail(error)
+        self.warn_if_no_pose()
+
+    def warn_if_no_pose(self) -> None:
+        """Once, where joint states have come for NO_POSE_WARNING_S and no pose has."""
+        first = self.joint_stats.first_ns
+        if self.pose_source != 'topic' or self.no_pose_warned or first is None:
+            return
+        if self.pose_stats.written or self.pose_stats.skipped:
+            return
+        if self.joint_stats.last_ns - first >= NO_POSE_WARNING_S * 1e9:
+            self.no_pose_warned = True
+            self.get_logger().warning(
+                f'{self.joint_stats.written} joint states and nothing on '
+                f'{self.topics["kinematics_pose"]} in {NO_POSE_WARNING_S:g} s: an arm without it '
+                'records with pose_source fk (poses by FK of the joint states, with its urdf, '
+                'base_link and tip_link)'
+            )
 
     def sync(self) -> None:
         self.pose_writer.sync()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from open_manipulator_msgs.msg import KinematicsPose
+from processes import NODE_START_S
 from rclpy.qos import QoSProfile
 from recording_helpers import read_csv, stamp_of, start_recorder, start_sim, wait_for
 from sensor_msgs.msg import JointState
@@ -378,6 +379,19 @@ def test_pose_source_fk_with_only_joint_states_published(processes, tmp_path):
     )
     assert recorder.wait(timeout=30) == 0
     _check_recording(tmp_path / 'out' / 'run', rate_hz=None)
+
+
+def test_joint_states_with_no_pose_on_the_topic_get_a_warning(processes, tmp_path):
+    # An arm without /kinematics_pose recorded from that topic: nothing to train on.
+    start_sim(processes, tmp_path, torque_enabled=False, publish_kinematics_pose=False)
+    start_recorder(processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run')
+    log = tmp_path / 'recorder.log'
+    wait_for(
+        lambda: 'and nothing on /kinematics_pose in 5 s' in log.read_text(),
+        NODE_START_S,
+        f'the recorder to warn of no pose ({log})',
+    )
+    assert 'records with pose_source fk' in log.read_text()
 
 
 def test_refuses_a_used_or_unwritable_directory(processes, tmp_path):
