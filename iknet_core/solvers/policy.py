@@ -247,7 +247,8 @@ def _describe(
     seed, has_seed, flags, keys,
 ):  # fmt: skip
     """Fill flags (2,) = (inside limits, meets tolerance) and keys[:7] of one candidate (n,),
-    a whole-turn variant of source (n,)."""
+    a whole-turn variant of source (n,); returns its squared travel to the seed (zeros without
+    one), which ranks a candidate's twins (_twin_before)."""
     inside = True
     distance = travel = 0.0
     for j in range(candidate.shape[0]):
@@ -280,6 +281,7 @@ def _describe(
     keys[4] = math.sqrt(distance) if near else (error if meets else outside)
     keys[5] = math.sqrt(travel) if near else error
     keys[6] = error
+    return travel
 
 
 @njit(cache=True)
@@ -330,7 +332,7 @@ def _rank(
                 reachable = _best_shift(joints[i], bounds, full_turn, seed, shift)
             for j in range(n):
                 candidates[count, j] = joints[i, j] + shift[j]
-            _describe(
+            travels[count] = _describe(
                 candidates[count],
                 joints[i],
                 position_errors[i],
@@ -345,10 +347,6 @@ def _rank(
                 keys[count],
             )
             keys[count, 7] = _shift_order(shift, n)
-            travel = 0.0
-            for j in range(n):
-                travel += (candidates[count, j] - seed[j]) ** 2
-            travels[count] = travel
             sources[count] = i
             count += 1
     if every_variant:
