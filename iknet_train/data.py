@@ -158,21 +158,24 @@ def _check_not_empty(pose_csv: Path, joint_csv: Path) -> None:
     for path in (pose_csv, joint_csv):
         if not path.is_file() or _rows_in(path) == 0:
             what = 'missing' if not path.is_file() else 'without a row'
+            try:
+                metadata = _read_metadata(metadata_path)
+            except ValueError:
+                metadata = {}  # the checks it serves are skipped
             raise EmptyRecordingError(
                 f'{pose_csv.parent}: an empty recording ({path.name} {what})'
-                f'{_no_pose_topic(metadata_path, path == pose_csv)}{_skipped(metadata_path)}'
+                f'{_no_pose_topic(metadata, path == pose_csv)}{_skipped(metadata, metadata_path)}'
             )
 
 
-def _no_pose_topic(metadata_path: Path, poses_missing: bool) -> str:
+def _no_pose_topic(metadata: dict[str, Any], poses_missing: bool) -> str:
     """Where a recording of the pose topic has joint states but no pose: '; nothing came on
     TOPIC ...', the likely cause (an arm without /kinematics_pose); else ''."""
     try:
-        metadata = _read_metadata(metadata_path)
         streams = metadata.get('streams') or {}
         joint_states = (streams.get('joint_states') or {}).get('written', 0)
         topic = (metadata.get('topics') or {}).get('kinematics_pose')
-    except (ValueError, AttributeError):
+    except AttributeError:  # a metadata.json of another shape
         return ''
     if not (poses_missing and metadata.get('pose_source') == 'topic' and joint_states):
         return ''
@@ -182,17 +185,17 @@ def _no_pose_topic(metadata_path: Path, poses_missing: bool) -> str:
     )
 
 
-def _skipped(metadata_path: Path) -> str:
-    """What the recorder skipped, by stream and reason (metadata.json), as '; the recorder
-    skipped ...', or '' where it skipped nothing (or the file says nothing readable)."""
+def _skipped(metadata: dict[str, Any], metadata_path: Path) -> str:
+    """What the recorder skipped, by stream and reason (metadata, metadata_path's), as '; the
+    recorder skipped ...', or '' where it skipped nothing (or the file says nothing readable)."""
     try:
-        streams = _read_metadata(metadata_path).get('streams') or {}
+        streams = metadata.get('streams') or {}
         counts = [
             f'{count} {stream} ({reason})'
             for stream, summary in streams.items()
             for reason, count in (summary.get('skipped') or {}).items()
         ]
-    except (ValueError, AttributeError):
+    except AttributeError:  # a metadata.json of another shape
         return ''
     return f'; the recorder skipped {", ".join(counts)} (see {metadata_path})' if counts else ''
 
@@ -217,11 +220,10 @@ def load_recording(
     # metadata.json describes the files of its folder.
     if pose_csv.parent.resolve() == joint_csv.parent.resolve():
         metadata_path = pose_csv.parent / METADATA_FILE
-        unfinished = _check_metadata(metadata_path, chain)
-        stamped_on_receipt = (
-            metadata_path.is_file()
-            and _read_metadata(metadata_path).get('pose_stamp') == 'receipt'
-        )
+        if metadata_path.is_file():
+            metadata = _read_metadata(metadata_path)
+            unfinished = _check_metadata(metadata_path, metadata, chain)
+            stamped_on_receipt = metadata.get('pose_stamp') == 'receipt'
     pose_table, pose_cut = _read_table(pose_csv, _KINEMATICS_POSE)
     joint_table, joint_cut = _read_table(joint_csv, _JOINT_STATES)
     _require_columns(pose_csv, pose_table, STAMP_COLUMNS + POSE_COLUMNS)
@@ -362,11 +364,9 @@ def recorded_chain(pairs: Sequence[tuple[Path | str, Path | str]]) -> Chain | No
     return next(iter(found), None)
 
 
-def _check_metadata(path: Path, chain: Chain) -> bool:
-    """Refuses a recording made for another chain; warns (and says True) if it never finished."""
-    if not path.is_file():
-        return False
-    metadata = _read_metadata(path)
+def _check_metadata(path: Path, metadata: dict[str, Any], chain: Chain) -> bool:
+    """Refuses a recording made for another chain; warns (and says True) if it never finished.
+    metadata: the recording's metadata.json (path), read."""
     recorded = _metadata_chain(path, metadata)
     if recorded is not None and recorded != chain:
         raise ValueError(
