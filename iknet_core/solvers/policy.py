@@ -242,6 +242,12 @@ def _best_shift(q, bounds, full_turn, seed, shift):
 
 
 @njit(cache=True)
+def _wrapped(angle):
+    """angle (rad) taken whole turns into [-pi, pi)."""
+    return (angle + math.pi) % TURN - math.pi
+
+
+@njit(cache=True)
 def _describe(
     candidate, source, position_error, orientation_error, reachable, bounds, full_turn, settings,
     seed, has_seed, flags, keys,
@@ -259,7 +265,7 @@ def _describe(
         if full_turn[j] > 0.0:
             # From the source, so every twin has the very same distance (not one rounded
             # differently) and the travel below decides between them.
-            difference = (source[j] - seed[j] + math.pi) % TURN - math.pi
+            difference = _wrapped(source[j] - seed[j])
         distance += difference * difference
     error = position_error + settings.orientation_weight * orientation_error
     if math.isnan(error):
@@ -403,7 +409,7 @@ def _arm_poses(joints, full_turn, tolerance, groups):
     for i in range(k):
         key[i] = joints[i, 0]
         if full_turn[0] > 0.0:
-            key[i] = (key[i] + math.pi) % TURN - math.pi
+            key[i] = _wrapped(key[i])
     order = np.argsort(key)
     for a in range(k):
         i = order[a]
@@ -427,7 +433,7 @@ def _same_arm_pose(joints, full_turn, tolerance, a, b):
     for j in range(joints.shape[1]):
         difference = joints[a, j] - joints[b, j]
         if full_turn[j] > 0.0:
-            difference = (difference + math.pi) % TURN - math.pi
+            difference = _wrapped(difference)
         if not abs(difference) < tolerance:  # NaN: not the same
             return False
     return True
