@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from golden import random_observed_joints
+from model_helpers import condition_head
 
 from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
@@ -30,6 +31,7 @@ def model_path(tmp_path_factory):
 
     poses = np.concatenate([position, quaternion_from_matrix(rotation)], -1)
     model.fit_normalization(torch.tensor(poses, dtype=torch.float32))
+    condition_head(model, 0.7)  # pairs of length 0.45 or more, spread 0.13 rad
     return save_checkpoint(tmp_path_factory.mktemp('model') / 'm.pt', model, 'iknet', OMX_CHAIN)
 
 
@@ -91,6 +93,7 @@ def test_single_query_kernel_answers_as_the_network_called_apart(tmp_path, targe
     torch.manual_seed(1)
     arcs = joint_arcs(*(bounds.tolist() for bounds in joint_bounds(OMX_CHAIN, 'reach')))
     model = build_model('iknet', {'width': 32, 'n_blocks': 1, 'n_hypotheses': 1, **arcs})
+    condition_head(model, 0.7)
     path = save_checkpoint(tmp_path / 'one.pt', model, 'iknet', OMX_CHAIN)
     fused, apart = (
         build_solver(solver_name, OMX_CHAIN, NetworkProposer(path, 'cpu', backend))
