@@ -510,9 +510,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(rclpy.utilities.remove_ros_args(['ik_client', *argv])[1:])
     # Installed before rclpy.init: rclpy's handler calls this one after its own.
     with signals_as_interrupt() as stopped_by:
-        rclpy.init()
-        node = rclpy.create_node('ik_client')
+        node = None
         try:
+            rclpy.init()
+            # Inside: the node shows in the graph before its constructor returns, and a signal
+            # sent then raised out of it as a traceback.
+            node = rclpy.create_node('ik_client')
             if is_path(args):
                 return 0 if follow_shape(node, args) else 1
             quaternion = target_quaternion(args)
@@ -523,11 +526,12 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 128 + stopped_by[-1]
         except Exception:
-            if rclpy.ok():
+            if rclpy.ok() or len(stopped_by) == 1:  # an error, not a signal
                 raise
             return 128 + stopped_by[-1]  # a signal shut rclpy down before its handler ran
         finally:
-            node.destroy_node()
+            if node is not None:
+                node.destroy_node()
             rclpy.try_shutdown()
 
 
