@@ -211,3 +211,46 @@ def test_an_export_stopped_during_its_check_leaves_the_earlier_file(
     assert 'iknet-export: interrupted' in capsys.readouterr().err
     assert output.read_bytes() == b'an earlier export'
     assert sorted(path.name for path in tmp_path.iterdir()) == ['model.onnx']
+
+
+def test_the_default_output_lies_beside_the_model_where_onnxruntime_serves_it(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was written into the current folder, where the backend never looked: the server then
+    # exported the network in memory without a word.
+    from iknet_core.solvers.network import NetworkProposer
+
+    mine = tmp_path / 'arm' / 'mine.pt'
+    mine.parent.mkdir()
+    mine.write_bytes(model_path.read_bytes())
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(['--model', str(mine), '--check-samples', '10']) == 0
+    assert main(['--model', str(mine), '--check-samples', '10', '--fp16']) == 0
+    assert sorted(p.name for p in mine.parent.iterdir()) == [
+        'mine.fp16.onnx',
+        'mine.onnx',
+        'mine.pt',
+    ]
+    assert not any(elsewhere.iterdir())
+    served = NetworkProposer(mine, backend='onnxruntime').describe()
+    assert f'(the graph {mine.with_suffix(".onnx")})' in served
+    mine.with_suffix('.onnx').unlink()
+    assert '(exported in memory)' in NetworkProposer(mine, backend='onnxruntime').describe()
+
+
+def test_the_fp16_graph_is_checked_against_the_float32_network(
+    model_path: Path, tmp_path: Path
+) -> None:
+    # It was checked against torch's own fp16 network: the figure said how two half-precision
+    # runtimes differ, not what half precision costs.
+    output, differences, _ = export(model_path, tmp_path / 'h.onnx', fp16=True, check_samples=50)
+    poses = torch.as_tensor(synthetic_samples(OMX_CHAIN, 50, 0)[0], dtype=torch.float32)
+    session = onnxruntime.InferenceSession(str(output), providers=['CPUExecutionProvider'])
+    (half,) = session.run(None, {'poses': poses.numpy()})
+    with torch.inference_mode():
+        full = load_checkpoint(model_path).model(poses).numpy()
+    cost = np.abs(wrapped_difference(half.astype(np.float64), full)).max()
+    assert differences['rad'] == pytest.approx(cost, rel=1e-6)
+    assert cost > 1e-5  # half precision does move the angles

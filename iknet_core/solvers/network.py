@@ -65,6 +65,7 @@ class NetworkProposer:
         self.model = checkpoint.model.to(self.device).eval()
         self._compiled = None
         self._session = None
+        self._graph = ''  # what onnxruntime serves: the exported file, or the network exported now
         sampled = isinstance(checkpoint.model, MixtureIKNet)
         # On the CPU, batches in blocks whose activations stay in the cache: the trunk's
         # element-wise ops (SiLU, layer norm) take half its time, and the forward pass of 10,000
@@ -85,12 +86,14 @@ class NetworkProposer:
                 f'{self.model_path} is a mixture model: it samples in torch, not onnxruntime'
             )
         elif backend == 'onnxruntime':
-            self._session = _onnx_session(self.model_path, checkpoint.model, self.chain)
+            self._session, self._graph = _onnx_session(
+                self.model_path, checkpoint.model, self.chain
+            )
 
     def describe(self) -> str:
         return (
             f'{self.model_type} network from {self.model_path} on {self.backend}'
-            f'{"" if self.backend == "onnxruntime" else f" ({self.device})"}'
+            f' ({self._graph if self.backend == "onnxruntime" else self.device})'
         )
 
     @property
@@ -179,16 +182,16 @@ def load_networks(
     return {name: loaded[path] for name, path in paths.items()}
 
 
-def _onnx_session(model_path: Path, model, chain):
+def _onnx_session(model_path: Path, model, chain) -> tuple[object, str]:
     """The exported graph beside the checkpoint (iknet-export) when it was exported from this
-    very checkpoint, else the network exported now, in memory."""
+    very checkpoint, else the network exported now, in memory; and which of the two it is."""
     import onnxruntime
 
     from iknet_core.onnx_graph import exported_from, onnx_bytes
 
     onnx_path = model_path.with_suffix('.onnx')
     if onnx_path.is_file() and exported_from(onnx_path, model_path):
-        graph = str(onnx_path)
+        graph, source = str(onnx_path), f'the graph {onnx_path}'
     else:
         if onnx_path.is_file():
             logger.warning(
@@ -197,8 +200,9 @@ def _onnx_session(model_path: Path, model, chain):
                 're-export it to serve the file',
                 onnx_path, model_path,
             )  # fmt: skip
-        graph = onnx_bytes(copy.deepcopy(model).cpu(), chain)
+        graph, source = onnx_bytes(copy.deepcopy(model).cpu(), chain), 'exported in memory'
     options = onnxruntime.SessionOptions()
     # One query at a time is the common call: threads only add hand-off latency there.
     options.intra_op_num_threads = 1
-    return onnxruntime.InferenceSession(graph, options, providers=['CPUExecutionProvider'])
+    session = onnxruntime.InferenceSession(graph, options, providers=['CPUExecutionProvider'])
+    return session, source
