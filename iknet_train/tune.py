@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import sys
+import uuid
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +48,8 @@ HYPOTHESES = (2, 4, 8)
 LEARNING_RATES = (1e-3, 2e-2)
 BATCH_SIZES = (512, 1024, 2048, 4096)
 
+# The study's user attribute naming its trials' folder under --out (study_runs).
+RUNS_TOKEN = 'runs_token'
 # What fails one trial and lets the study go on: a setting iknet-train refuses, or memory.
 TRIAL_ERRORS = (ValueError, RuntimeError)
 # What optuna logs of a failed trial in one line, without its traceback.
@@ -176,10 +179,19 @@ def run_outputs(run: Path) -> list[str]:
     return ['--save-model', str(run / 'model.pt'), '--out', str(run)]
 
 
-def study_runs(out: Path, study_name: str) -> Path:
-    """Where a study's trials write: a folder of their own per study, so that two studies run
-    in one --out (trial numbers restart with each) do not write over each other's models."""
-    return out / re.sub(r'[^\w.-]', '_', study_name)
+def study_runs(out: Path, study: optuna.Study) -> Path:
+    """Where a study's trials write: a folder of its own, named by the study and a token it
+    keeps, so that two studies run in one --out (trial numbers restart with each) do not write
+    over each other's models: not two of one name in two storages, nor one started again after
+    its storage was deleted (the best model copied out was then the other study's)."""
+    if RUNS_TOKEN not in study.user_attrs:
+        study.set_user_attr(RUNS_TOKEN, uuid.uuid4().hex[:8])
+    return out / f'{safe_name(study.study_name)}-{study.user_attrs[RUNS_TOKEN]}'
+
+
+def safe_name(study_name: str) -> str:
+    """The study's name as a folder name."""
+    return re.sub(r'[^\w.-]', '_', study_name)
 
 
 def check_train_flags(train_argv: list[str], runs: Path) -> argparse.Namespace:
@@ -244,7 +256,7 @@ def open_study(args: argparse.Namespace) -> optuna.Study:
     """The study in --storage, created or joined; ValueError naming --storage where it cannot be
     opened (a driver not installed, a URL SQLAlchemy cannot read, a database out of reach)."""
     try:
-        return optuna.create_study(
+        study = optuna.create_study(
             storage=args.storage,
             study_name=args.study_name,
             direction='minimize',
@@ -252,6 +264,11 @@ def open_study(args: argparse.Namespace) -> optuna.Study:
             sampler=optuna.samplers.TPESampler(seed=args.seed),
             pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=2),
         )
+        # Carried on, the sampler's seed counts the trials before: with --seed alone the
+        # carried-on study drew its first trials' settings again (the same models, trained again).
+        if args.seed is not None and (done := len(study.trials)):
+            study.sampler = optuna.samplers.TPESampler(seed=args.seed + done)
+        return study
     except ImportError as error:
         problem = missing_driver(error)
     except ArgumentError as error:  # a URL without a known dialect, or no URL at all
@@ -291,17 +308,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     optuna.logging.get_logger('optuna.study._optimize').addFilter(one_line_refusals)
     own, train_argv = split_argv(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(own)
-    runs = study_runs(args.out, args.study_name)
+    study = None
     with signals_as_interrupt([signal.SIGTERM]) as stopped_by:  # SIGINT: Python's own
         try:
             if args.trials < 1:
                 raise ValueError(f'--trials must be >= 1, got {args.trials}')
             try:
-                given = check_train_flags(train_argv, runs)
+                given = check_train_flags(train_argv, args.out / safe_name(args.study_name))
             except SystemExit as exit_:
                 return int(exit_.code or 0)
             study = open_study(args)
             check_same_arm(study, train_argv, given, args.storage)
+            runs = study_runs(args.out, study)
             runs.mkdir(parents=True, exist_ok=True)
             study.optimize(
                 lambda trial: objective(trial, train_argv, given, runs),
@@ -316,11 +334,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f'iknet-tune: interrupted; the study {args.study_name!r} in {args.storage} keeps '
                 'its finished trials (the one cut short is marked failed): the same command '
-                'carries it on',
+                'carries it on for --trials more',
                 file=sys.stderr,
             )
+            if study is not None and finished(study):
+                report(study, args)  # the best so far, copied out as at the end
             return 128 + stopped_by[-1]
     return report(study, args)
+
+
+def finished(study: optuna.Study) -> bool:
+    """Whether any trial of the study completed."""
+    return any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
 
 
 def report(study: optuna.Study, args: argparse.Namespace) -> int:

@@ -204,7 +204,7 @@ def test_two_studies_in_one_folder_keep_their_models_and_flags_apart(tmp_path: P
         argv = ['--trials', '1', '--storage', storage, '--study-name', name, '--out', str(out),
                 '--save-model', str(tmp_path / f'{name}.pt'), *TRAIN_FLAGS]  # fmt: skip
         assert main(argv) == 0
-    models = {name: out / name / 'trial_0' / 'model.pt' for name in ('first', 'second')}
+    models = {name: trial_model(out, name, 0) for name in ('first', 'second')}
     assert all(model.is_file() for model in models.values())
     first = optuna.load_study(study_name='first', storage=storage).best_trial
     assert first.user_attrs['model'] == str(models['first'].resolve())
@@ -226,3 +226,58 @@ def test_two_studies_in_one_folder_keep_their_models_and_flags_apart(tmp_path: P
              *saved, *TRAIN_FLAGS, '--chain', 'so101']  # fmt: skip
     assert main(so101) == 0 and main(so101) == 0
     assert len(optuna.load_study(study_name='arm', storage=storage).trials) == 2
+
+
+def trial_model(out: Path, study_name: str, number: int) -> Path:
+    """The model trial number of the one study of that name under out wrote."""
+    (folder,) = out.glob(f'{study_name}-*')
+    return folder / f'trial_{number}' / 'model.pt'
+
+
+def test_a_study_of_the_same_name_in_another_storage_keeps_its_own_models(tmp_path: Path):
+    # Both wrote --out/iknet/trial_0: carried on, the first study copied out the second's model
+    # as its best.
+    out = tmp_path / 'out'
+    for storage, epochs in (('a.db', '3'), ('b.db', '2'), ('a.db', '3')):
+        argv = ['--trials', '1', '--storage', f'sqlite:///{tmp_path / storage}', '--out',
+                str(out), '--save-model', str(tmp_path / f'best_{storage}.pt'), '--', '--data',
+                '--synthetic', '600', '--epochs', epochs]  # fmt: skip
+        assert main(argv) == 0
+    folders = sorted(out.glob('iknet-*'))
+    assert len(folders) == 2
+    study = optuna.load_study(study_name='iknet', storage=f'sqlite:///{tmp_path / "a.db"}')
+    best = load_checkpoint(tmp_path / 'best_a.db.pt')
+    assert Path(study.best_trial.user_attrs['model']).parent.parent in folders
+    assert best.training['settings']['epochs'] == 3  # its own model, not b's
+
+
+def test_a_carried_on_study_draws_new_settings(tmp_path: Path):
+    # TPE seeded alike drew the first trial's settings again for the trial after a restart.
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    argv = ['--trials', '1', '--storage', storage, '--seed', '0', '--out', str(tmp_path / 'out'),
+            '--save-model', str(tmp_path / 'best.pt'), *TRAIN_FLAGS]  # fmt: skip
+    assert main(argv) == 0 and main(argv) == 0
+    first, second = optuna.load_study(study_name='iknet', storage=storage).trials
+    assert first.params != second.params
+
+
+def test_an_interrupted_study_copies_out_the_best_trial_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+):
+    import iknet_train.tune as tune
+
+    train = tune.objective
+
+    def stopped_in_the_second(trial, *args):
+        if trial.number == 1:
+            raise KeyboardInterrupt  # Ctrl-C during the second trial
+        return train(trial, *args)
+
+    monkeypatch.setattr(tune, 'objective', stopped_in_the_second)
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    argv = ['--trials', '3', '--storage', storage, '--out', str(tmp_path / 'out'),
+            '--save-model', str(tmp_path / 'best.pt'), *TRAIN_FLAGS]  # fmt: skip
+    assert main(argv) == 130
+    captured = capsys.readouterr()
+    assert 'carries it on for --trials more' in captured.err
+    assert 'best trial 0: ' in captured.out and (tmp_path / 'best.pt').is_file()
