@@ -18,6 +18,7 @@ def tiny_model_and_recording(root: Path, seed: int, count: int = 300) -> tuple[P
     and those poses recorded at 100 Hz in root/rec: (model file, recording directory)."""
     poses, joints = synthetic_samples(OMX_CHAIN, count, seed=seed)
     write_recording(root / 'rec', 10**18 + 10_000_000 * np.arange(count), joints, OMX_CHAIN)
+    torch.manual_seed(seed)
     model = build_model('iknet', {'width': 32, 'n_blocks': 1})
     model.fit_normalization(torch.as_tensor(poses, dtype=torch.float32))
     return save_checkpoint(root / 'model.pt', model, 'iknet', OMX_CHAIN), root / 'rec'

@@ -175,8 +175,11 @@ def _check_recording(directory: Path, rate_hz: float | None = 100.0) -> None:
         stamps = np.array([stamp_of(row) for row in rows])
         assert (np.diff(stamps) > 0).all()
         if rate_hz:
-            measured = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
-            assert measured == pytest.approx(rate_hz, rel=0.05)
+            # The simulator's timer skips the periods a busy machine makes it miss (92.9 Hz
+            # under load): the median period is the configured one, the mean rate at most it.
+            periods = np.diff(stamps) / 1e9
+            assert np.median(periods) == pytest.approx(1 / rate_hz, rel=0.05)
+            assert rate_hz / 2 < len(periods) / periods.sum() < rate_hz * 1.05
     joints = {stamp_of(row): [float(v) for v in row[8:12]] for row in joint_rows}
     paired = [row for row in pose_rows if stamp_of(row) in joints]
     assert len(paired) >= len(pose_rows) - 2, 'poses carry the stamps of their joint states'
@@ -204,7 +207,10 @@ def test_sim_and_recorder_write_fk_consistent_csvs_at_the_configured_rate(proces
     }
     streams = metadata['streams']
     assert streams['joint_states']['written'] == len(read_csv(directory / 'joint_states.csv')[1])
-    assert streams['joint_states']['rate_hz'] == pytest.approx(100.0, rel=0.05)
+    stamps = [stamp_of(row) for row in read_csv(directory / 'joint_states.csv')[1]]
+    rate = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9)
+    assert streams['joint_states']['rate_hz'] == pytest.approx(rate, rel=1e-6)
+    assert streams['joint_states']['median_period_s'] == pytest.approx(0.01, rel=0.05)
     assert 'gaps' in streams['kinematics_pose'] and streams['kinematics_pose']['skipped'] == {}
 
 
@@ -341,7 +347,6 @@ def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
 
 
 def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
-    start_sim(processes, tmp_path, torque_enabled=False, seed=7)
     out = tmp_path / 'out'
     topic = start_recorder(
         processes, tmp_path, output_dir=out, recording_name='topic', duration=2.5
@@ -355,7 +360,13 @@ def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
         pose_source='fk',
         duration=2.5,
     )
-    assert topic.wait(timeout=30) == 0 and fk.wait(timeout=30) == 0
+    # Both listening before the first message: each one's 2.5 s start with it. Started beside
+    # a running simulator, one recorder came up seconds after the other on a busy machine and
+    # the two recordings shared no stamp.
+    for name in ('topic', 'fk'):
+        wait_for((out / name / 'metadata.json').exists, NODE_START_S, f'the {name} recorder')
+    start_sim(processes, tmp_path, torque_enabled=False, seed=7)
+    assert topic.wait(timeout=60) == 0 and fk.wait(timeout=60) == 0
     assert _metadata(out / 'fk')['topics'] == {'joint_states': '/joint_states'}
     for name in ('joint_states.csv', 'kinematics_pose.csv'):
         header_topic, rows_topic = read_csv(out / 'topic' / name)
@@ -363,7 +374,7 @@ def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
         assert header_topic == header_fk
         by_stamp = {stamp_of(row): row for row in rows_topic}
         common = [row for row in rows_fk if stamp_of(row) in by_stamp]
-        assert len(common) > 150
+        assert len(common) > 0.8 * min(len(rows_topic), len(rows_fk)) > 50
         assert all(row == by_stamp[stamp_of(row)] for row in common)
 
 
@@ -436,8 +447,10 @@ def test_duration_counts_from_the_first_message(processes, tmp_path):
         recorder.wait(timeout=2.0)
     start_sim(processes, tmp_path, torque_enabled=False)
     assert recorder.wait(timeout=60) == 0
-    assert _rows(directory / 'joint_states.csv') >= 80  # 1 s at 100 Hz, not what was left of it
     stamps = [stamp_of(row) for row in read_csv(directory / 'joint_states.csv')[1]]
+    # 1 s from the first message, not what was left of it; counted in stamps, not rows: a
+    # simulator starved by a busy machine published 35 messages in that second.
+    assert (stamps[-1] - stamps[0]) / 1e9 > 0.8, 'stopped before the duration'
     assert (stamps[-1] - stamps[0]) / 1e9 < 1.25, 'recorded on past the duration'
     assert _metadata(directory)['stop_reason'] == 'duration of 1 s reached'
 
