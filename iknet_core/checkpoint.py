@@ -98,9 +98,12 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
     with path.open('rb') as file:
         head = file.read(16)
     if not head.startswith(TORCH_FILE_STARTS):  # a URDF, a CSV, an ONNX file given as --model
-        raise ValueError(
-            f'{path}: not a readable iknet checkpoint (not a PyTorch file: it begins {head!r})'
+        what = (
+            'an ONNX graph, as iknet-export writes: give the .pt checkpoint it was exported from'
+            if _is_onnx(path, head)
+            else f'not a PyTorch file: it begins {head!r}'
         )
+        raise ValueError(f'{path}: not a readable iknet checkpoint ({what})')
     try:
         content = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as error:  # torch raises several types for truncated or foreign files
@@ -142,6 +145,12 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
         joint_names=joint_names,
         training=dict(content['training']),
     )
+
+
+def _is_onnx(path: Path, head: bytes) -> bool:
+    """An ONNX file by its name, or by its first fields (protobuf tags of ir_version, then
+    producer_name)."""
+    return path.suffix.lower() == '.onnx' or (head[:1] == b'\x08' and head[2:3] == b'\x12')
 
 
 def _reason(error: Exception) -> str:

@@ -136,9 +136,9 @@ def export(
     output = output or (Path(model_path).with_suffix(suffix) if model_path else None)
     model_path = model_path or shipped(DEFAULT_MODEL)
     output = output or Path(model_path.stem + suffix)
+    checkpoint = load_checkpoint(model_path)  # first: an ONNX file given as --model is named so
     if output.exists() and output.resolve() == Path(model_path).resolve():
         raise ValueError(f'--output {output} is the model file itself; name another file')
-    checkpoint = load_checkpoint(model_path)
     poses, _ = synthetic_samples(checkpoint.chain, check_samples, seed)
     poses = torch.as_tensor(poses, dtype=torch.float32)
     with torch.inference_mode():  # before fp16 halves the network in place

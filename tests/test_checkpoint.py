@@ -53,6 +53,9 @@ def test_corrupt_file_is_a_value_error_naming_it(saved: Path) -> None:
     saved.write_bytes(b'<robot name="arm"/>')  # a URDF given as the model
     with pytest.raises(ValueError, match=f'{saved}: .*checkpoint \\(not a PyTorch file: it begin'):
         load_checkpoint(saved)
+    saved.write_bytes(b'\x08\x08\x12\x07pytorch\x1a\x052.13')  # how iknet-export's graphs begin
+    with pytest.raises(ValueError, match=r'an ONNX graph, .*give the \.pt checkpoint'):
+        load_checkpoint(saved)
 
 
 def test_foreign_torch_file_is_refused(saved: Path) -> None:
