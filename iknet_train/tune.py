@@ -363,6 +363,8 @@ def report(study: optuna.Study, args: argparse.Namespace) -> int:
         args.save_model.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(model, args.save_model)
         print(f'wrote {args.save_model} (trial {best.number})')
+    elif best.user_attrs.get('host') == socket.gethostname():
+        print(f'its model {model} is no longer there (moved or deleted)')
     else:
         print(f'its model is {model} on {best.user_attrs.get("host")}, not on this machine')
     for path in write_plots(study, args.out):

@@ -281,3 +281,17 @@ def test_an_interrupted_study_copies_out_the_best_trial_so_far(
     captured = capsys.readouterr()
     assert 'carries it on for --trials more' in captured.err
     assert 'best trial 0: ' in captured.out and (tmp_path / 'best.pt').is_file()
+
+
+def test_a_best_model_deleted_on_this_machine_is_said_to_be_gone(tmp_path: Path, capsys):
+    from iknet_train.tune import build_parser, report
+
+    storage = f'sqlite:///{tmp_path / "study.db"}'
+    own = ['--storage', storage, '--out', str(tmp_path / 'out'), '--save-model',
+           str(tmp_path / 'best.pt')]  # fmt: skip
+    assert main(['--trials', '1', *own, *TRAIN_FLAGS]) == 0
+    study = optuna.load_study(study_name='iknet', storage=storage)
+    Path(study.best_trial.user_attrs['model']).unlink()
+    capsys.readouterr()
+    assert report(study, build_parser().parse_args(own)) == 0
+    assert 'is no longer there (moved or deleted)' in capsys.readouterr().out
