@@ -22,7 +22,16 @@ def test_the_study_compares_three_seeds_on_the_omx(tmp_path, monkeypatch):
     network = seeds['tracking network']
     assert network['seed_us'] > 0.0  # the compiled forward pass ran (and matched torch's)
     assert network['total_us'] == network['refine_us'] + network['seed_us']
-    assert '| omx | tracking network |' in (out / 'tracking_study.md').read_text()
+    markdown = (out / 'tracking_study.md').read_text()
+    assert '| omx | tracking network |' in markdown
+    beats = network['total_us'] < carried['total_us']  # and as often on the curve
+    verdict = (
+        'beats'
+        if beats and network['on_the_curve'] >= carried['on_the_curve']
+        else 'does not beat'
+    )
+    assert '- omx: the tracking network (trained in' in markdown
+    assert f"{verdict} follow_path's seed" in markdown
     assert (out / 'tracking_study.png').stat().st_size > 10_000
 
 
