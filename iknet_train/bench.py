@@ -293,6 +293,8 @@ def make_contender(
 ) -> Contender | str:
     """The named solver, or why it is skipped (a peer not installed or failing to build)."""
     tolerance = settings.tolerance
+    if name == 'analytic' and name not in available_solvers(chain, proposer):
+        return f'not available for chain {chain.name!r}'  # before --position-only's reason
     if settings.is_position_only and name in (*PEER_NAMES, 'analytic'):
         return 'solves whole poses only here (--position-only)'
     if name in PEER_NAMES:

@@ -200,3 +200,16 @@ def test_the_robots_benchmark_script_runs_every_arm(tmp_path: Path) -> None:
         # The arm's own network, trained by the script because none was there.
         assert report['models'] == {'network+refine': str(tmp_path / 'models' / f'{robot}.pt')}
         assert report['solvers']['network+refine']['solved'] >= 0.9
+
+
+def test_the_closed_form_of_another_arm_is_skipped_as_not_available_there() -> None:
+    # With --position-only it was skipped for solving whole poses, as if a UR5 had one.
+    from argparse import Namespace
+
+    from iknet_core.kinematics.robots import named_chain
+    from iknet_core.solvers import SolverSettings
+    from iknet_train.bench import make_contender
+
+    settings = SolverSettings().position_only()
+    skipped = make_contender('analytic', Namespace(seed=0), named_chain('ur5'), settings, None)
+    assert skipped == "not available for chain 'ur5'"
