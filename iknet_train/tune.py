@@ -165,6 +165,8 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     figures = {'history.png': plots.plot_optimization_history}
     if len(complete) >= 2:
         figures['importances.png'] = plots.plot_param_importances
+    else:  # not another study's, left from an earlier run, read as this one's
+        (out / 'importances.png').unlink(missing_ok=True)
     for name, plot in figures.items():
         with warnings.catch_warnings():  # optuna marks its matplotlib plots experimental
             warnings.simplefilter('ignore', optuna.exceptions.ExperimentalWarning)

@@ -290,8 +290,10 @@ def test_a_best_model_deleted_on_this_machine_is_said_to_be_gone(tmp_path: Path,
     own = ['--storage', storage, '--out', str(tmp_path / 'out'), '--save-model',
            str(tmp_path / 'best.pt')]  # fmt: skip
     assert main(['--trials', '1', *own, *TRAIN_FLAGS]) == 0
+    (tmp_path / 'out' / 'importances.png').write_bytes(b'an earlier study of two trials')
     study = optuna.load_study(study_name='iknet', storage=storage)
     Path(study.best_trial.user_attrs['model']).unlink()
     capsys.readouterr()
     assert report(study, build_parser().parse_args(own)) == 0
     assert 'is no longer there (moved or deleted)' in capsys.readouterr().out
+    assert not (tmp_path / 'out' / 'importances.png').exists()  # one trial: none of its own
