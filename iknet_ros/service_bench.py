@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import re
 import signal
@@ -38,11 +37,10 @@ from iknet_core.resources import TEST_DATA, installed_executable, shipped
 from iknet_core.solvers.policy import joint_bounds
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend, spin_until
+from iknet_ros.server_processes import Server, wait_until_up
+from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
-# Lines of a server's output shown when it exits before answering.
-LOG_LINES_SHOWN = 5
 # Median IK compute inside the server the issues ask for (us): the closed form's, any other's.
 COMPUTE_TARGET_US = {'analytic': 20}
 DEFAULT_COMPUTE_TARGET_US = 150
@@ -71,23 +69,6 @@ class TrivialSolveIK(Node):
 def serve_trivial() -> int:
     run_node(TrivialSolveIK)
     return 0
-
-
-@dataclasses.dataclass(frozen=True)
-class Server:
-    """A server process and the file its output goes to (shown if it exits before answering)."""
-
-    name: str
-    process: subprocess.Popen
-    log: Path
-
-    def exited(self) -> str | None:
-        """Why the server is gone (its exit status and last lines), or None while it runs."""
-        if self.process.poll() is None:
-            return None
-        lines = self.log.read_text(errors='replace').strip().splitlines()[-LOG_LINES_SHOWN:]
-        last = '\n'.join(lines) or '(no output)'
-        return f'{self.name} exited with status {self.process.returncode}; its last lines:\n{last}'
 
 
 @contextlib.contextmanager
@@ -180,7 +161,13 @@ def measure(args: argparse.Namespace, servers: list[Server]) -> dict[str, np.nda
                 SolveIK, '/ik_server/solve_ik', qos_profile=SERVICE_QUEUE_QOS
             ),
         }
-        wait_until_ready(executor, clients, servers)
+        wait_until_up(
+            executor,
+            lambda: all(client.service_is_ready() for client in clients.values()),
+            servers,
+            READY_TIMEOUT_S,
+            'the two SolveIK services',
+        )
         # An untimed pass warms caches and JITs, and resends what discovery loses.
         for request in requests:
             for name, client in clients.items():
@@ -217,25 +204,6 @@ def measure(args: argparse.Namespace, servers: list[Server]) -> dict[str, np.nda
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-
-
-def wait_until_ready(
-    executor: SingleThreadedExecutor, clients: dict, servers: list[Server]
-) -> None:
-    """Until every service answers to discovery; stops at once, with its output, where a
-    server exits first (a model it cannot load, a solver its arm has not)."""
-
-    def ready_or_gone() -> bool:
-        gone = any(server.exited() for server in servers)
-        return gone or all(client.service_is_ready() for client in clients.values())
-
-    spin_until(executor, ready_or_gone, READY_TIMEOUT_S)
-    for server in servers:
-        if reason := server.exited():
-            raise SystemExit(reason)
-    missing = [name for name, client in clients.items() if not client.service_is_ready()]
-    if missing:
-        raise SystemExit(f'{", ".join(missing)} did not come up within {READY_TIMEOUT_S:.0f} s')
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,9 +18,10 @@ from rclpy.task import Future
 
 SPIN_STEP_S = 0.05
 # How long a tool waits for a freshly started server: a first start on a cold numba cache
-# compiles every kernel (python -m iknet_core.solvers.warm_up: 55 s on 2 idle cores; the build
-# runs it, so a server after `make` or colcon loads them in seconds).
-READY_TIMEOUT_S = 300.0
+# compiles every kernel (python -m iknet_core.solvers.warm_up: 55 s on 2 idle cores, 284 s
+# beside two busy processes; the build runs it, so a server after `make` or colcon loads them in
+# seconds). The tools that start the server stop waiting at once where it exits.
+READY_TIMEOUT_S = 900.0
 
 
 def spin_until(executor: Executor, done: Callable[[], bool], timeout_s: float) -> bool:

@@ -8,9 +8,13 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO_ROOT
 
 
+# A cold server compiled for 284 s beside two busy processes: room for that, the cold
+# iknet-test before it, and the moves (the waits inside end on readiness, not on this clock).
+@pytest.mark.timeout(1560)
 def test_demo_drives_the_simulated_arm_to_test_poses(ros_env, tmp_path):
     cold = {**ros_env, 'NUMBA_CACHE_DIR': str(tmp_path / 'numba_cache')}
     result = subprocess.run(
@@ -18,7 +22,7 @@ def test_demo_drives_the_simulated_arm_to_test_poses(ros_env, tmp_path):
         env=cold,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1500,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output

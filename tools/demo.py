@@ -21,6 +21,7 @@ from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
 from iknet_ros.qos import SERVICE_QUEUE_QOS
+from iknet_ros.server_processes import Server, wait_until_up
 from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend, spin_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +55,7 @@ def call(executor, client, request, resend_after_s: float, timeout_s: float = 20
     return answer.response
 
 
-def drive_arm(targets: np.ndarray, path_time: float) -> None:
+def drive_arm(targets: np.ndarray, path_time: float, servers: list[Server]) -> None:
     rclpy.init()
     node = rclpy.create_node('iknet_demo')
     executor = SingleThreadedExecutor()
@@ -67,13 +68,14 @@ def drive_arm(targets: np.ndarray, path_time: float) -> None:
     print(
         f'waiting for the simulator and /ik_server (at most {READY_TIMEOUT_S:.0f} s)', flush=True
     )
-    if not spin_until(executor, lambda: bool(latest), READY_TIMEOUT_S):
-        raise SystemExit('the simulated OM-X published no /kinematics_pose; see runs/demo')
-    if not solve.wait_for_service(timeout_sec=READY_TIMEOUT_S):
-        raise SystemExit(
-            f'/ik_server/solve_ik did not come up within {READY_TIMEOUT_S:.0f} s; '
-            'see runs/demo/ik_server.log'
-        )
+    # Ends at once, with its last lines, where the simulator or the server exits first.
+    wait_until_up(
+        executor,
+        lambda: bool(latest) and solve.service_is_ready(),
+        servers,
+        READY_TIMEOUT_S,
+        "the simulator's /kinematics_pose and /ik_server/solve_ik (logs in runs/demo)",
+    )
     header = (
         f'{"target x, y, z (mm)":>24} | {"joints (rad)":>34} | {"arm reached (mm)":>24} | err mm'
     )
@@ -145,12 +147,14 @@ def run_demo(args: argparse.Namespace, out: Path) -> int:
     with ProcessGroup() as nodes:
         # Without --train the server loads the shipped models (a small one seeds refinement).
         server = ('ik_server', '-p', f'model_path:={model}') if args.train else ('ik_server',)
+        servers = []
         for name, *ros_args in (('omx_sim',), server):
             command = [installed_executable(name), '--ros-args', *ros_args]
-            print('$', *command, f'> {out / name}.log', flush=True)
-            nodes.start(*command, log=out / f'{name}.log')
+            log = out / f'{name}.log'
+            print('$', *command, f'> {log}', flush=True)
+            servers.append(Server(name, nodes.start(*command, log=log), log))
         step(f'4/4 {args.poses} poses from the test recording through /ik_server')
-        drive_arm(demo_targets(args.poses), args.path_time)
+        drive_arm(demo_targets(args.poses), args.path_time, servers)
     return 0
 
 
