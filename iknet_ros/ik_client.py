@@ -526,9 +526,12 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 128 + stopped_by[-1]
         except Exception:
-            if rclpy.ok() or len(stopped_by) == 1:  # an error, not a signal
+            # A signal shuts rclpy down in rclpy's own handler, before Python runs the one that
+            # records it: an error from a shut-down rclpy is taken for that signal. Not where
+            # rclpy.init or create_node failed with no signal recorded (a bad setting).
+            if rclpy.ok() or (node is None and len(stopped_by) == 1):
                 raise
-            return 128 + stopped_by[-1]  # a signal shut rclpy down before its handler ran
+            return 128 + stopped_by[-1]
         finally:
             if node is not None:
                 node.destroy_node()

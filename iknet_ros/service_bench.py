@@ -41,6 +41,8 @@ from iknet_ros.server_processes import Server, wait_until_up
 from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
+# Once a server is up, how long one of its answers may take (s): the first pass's calls resend.
+ANSWER_TIMEOUT_S = 60
 # Median IK compute inside the server the issues ask for (us): the closed form's, any other's.
 COMPUTE_TARGET_US = {'analytic': 20}
 DEFAULT_COMPUTE_TARGET_US = 150
@@ -103,8 +105,12 @@ def _end(servers: list[subprocess.Popen]) -> None:
 
 def bench_requests(model: str, count: int) -> list[SolveIK.Request]:
     """count requests for the arm the server serves: recorded OM-X poses for the shipped models
-    or an OM-X model, FK of random joints inside the limits for another arm's."""
-    chain = load_checkpoint(model).chain if model else OMX_CHAIN
+    or an OM-X model, FK of random joints inside the limits for another arm's; position only
+    for a position-only model. ValueError or OSError where the model cannot be read."""
+    checkpoint = load_checkpoint(model) if model else None
+    chain = checkpoint.chain if checkpoint else OMX_CHAIN
+    config = checkpoint.model.config if checkpoint else None
+    position_only = bool(getattr(config, 'position_only', False))
     if chain.name == OMX_CHAIN.name:
         import pandas as pd
 
@@ -112,7 +118,7 @@ def bench_requests(model: str, count: int) -> list[SolveIK.Request]:
         poses = recorded.to_numpy()[np.linspace(0, len(recorded) - 1, count).astype(int)]
     else:
         poses = random_reachable_poses(chain, count)
-    return [pose_request(pose, chain.base_frame) for pose in poses]
+    return [pose_request(pose, chain.base_frame, position_only) for pose in poses]
 
 
 def random_reachable_poses(chain: Chain, count: int, seed: int = 0) -> np.ndarray:
@@ -122,9 +128,9 @@ def random_reachable_poses(chain: Chain, count: int, seed: int = 0) -> np.ndarra
     return pose_from_joints(chain, joints)
 
 
-def pose_request(pose: np.ndarray, frame: str) -> SolveIK.Request:
+def pose_request(pose: np.ndarray, frame: str, position_only: bool) -> SolveIK.Request:
     """One unrefined solution (the server's solver) for pose (x, y, z, qx, qy, qz, qw)."""
-    request = SolveIK.Request(max_solutions=1, refine=False)
+    request = SolveIK.Request(max_solutions=1, refine=False, position_only=position_only)
     request.target.header.frame_id = frame
     p, o = request.target.pose.position, request.target.pose.orientation
     p.x, p.y, p.z = (float(v) for v in pose[:3])
@@ -145,8 +151,7 @@ def round_trip(
     return time.perf_counter() - started, future.result()
 
 
-def measure(args: argparse.Namespace, servers: list[Server]) -> dict[str, np.ndarray]:
-    requests = bench_requests(args.model, args.requests)
+def measure(requests: list[SolveIK.Request], servers: list[Server]) -> dict[str, np.ndarray]:
     node = executor = None
     try:
         rclpy.init()
@@ -171,9 +176,12 @@ def measure(args: argparse.Namespace, servers: list[Server]) -> dict[str, np.nda
         # An untimed pass warms caches and JITs, and resends what discovery loses.
         for request in requests:
             for name, client in clients.items():
-                answer = call_with_resend(executor, client, request, timeout_s=READY_TIMEOUT_S)
+                answer = call_with_resend(executor, client, request, timeout_s=ANSWER_TIMEOUT_S)
                 if answer.response is None:
-                    raise SystemExit(f'{name} did not answer within {READY_TIMEOUT_S:.0f} s')
+                    gone = [reason for server in servers if (reason := server.exited())]
+                    raise SystemExit(
+                        gone[0] if gone else f'{name} did not answer within {ANSWER_TIMEOUT_S} s'
+                    )
                 if COMPUTE_TIME.search(answer.response.message) is None:
                     raise SystemExit(f'{name} refused the request: {answer.response.message}')
         times = {name: [] for name in clients}
@@ -243,8 +251,13 @@ def bench(args: argparse.Namespace) -> int:
             *(['-p', f'model_path:={args.model}'] if args.model else []),
         ],
     }  # fmt: skip
+    try:
+        requests = bench_requests(args.model, args.requests)
+    except (ValueError, OSError) as error:  # a model it cannot read: before any server starts
+        print(f'service_bench: error: {error}', file=sys.stderr)
+        return 1
     with running(commands) as servers:
-        result = measure(args, servers)
+        result = measure(requests, servers)
     trivial, served, compute = result['trivial'], result['ik_server'], result['compute']
     print(f'SolveIK round trips, {len(served)} requests each, solver {args.solver}:')
     for name, values in (('trivial service', trivial), ('ik_server', served)):

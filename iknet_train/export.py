@@ -38,9 +38,9 @@ OPSETS = range(
 
 # The export passes its check when no more than CHECK_SHARE of its hypotheses differ from the
 # float32 network's in torch by more than CHECK_TOLERANCE (per unit): fp16 moves a trained
-# network's by a few mrad,
-# except where atan2 of a (cos, sin) output near zero leaves an angle ill-defined (the shipped
-# seed model in fp16: 15 of 40,000 hypotheses beyond 0.01 rad, one by 2.4 rad).
+# network's by a few mrad, except where atan2 of a (cos, sin) output near zero leaves an angle
+# ill-defined (the shipped seed model in fp16: 15 of 40,000 hypotheses beyond 0.01 rad, one by
+# 2.4 rad).
 CHECK_TOLERANCE = {'rad': 0.05, 'm': 0.005}
 CHECK_SHARE = 1e-3
 
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if beyond > CHECK_SHARE:
         print(
-            f'iknet-export: error: {output} does not agree with torch: {figures} (allowed: '
+            f'iknet-export: error: {output} does not agree with {reference}: {figures} (allowed: '
             f'{CHECK_SHARE:.1%}); the file is kept for inspection',
             file=sys.stderr,
         )

@@ -340,9 +340,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             if study is not None and finished(study):
-                report(study, args)  # the best so far, copied out as at the end
+                report_after_interrupt(study, args)
             return 128 + stopped_by[-1]
     return report(study, args)
+
+
+def report_after_interrupt(study: optuna.Study, args: argparse.Namespace) -> None:
+    """The best trial so far, copied out as at the end; a second Ctrl-C stops that too, and a
+    file that cannot be written is one line."""
+    try:
+        report(study, args)
+    except KeyboardInterrupt:
+        pass
+    except OSError as error:
+        print(f'iknet-tune: error: {error}', file=sys.stderr)
 
 
 def finished(study: optuna.Study) -> bool:

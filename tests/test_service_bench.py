@@ -11,7 +11,6 @@ from iknet_core.checkpoint import save_checkpoint
 from iknet_core.kinematics.robots import named_chain
 from iknet_core.networks import build_model
 from iknet_core.resources import installed_executable
-from iknet_ros.service_calls import READY_TIMEOUT_S
 
 UR5 = named_chain('ur5')
 
@@ -55,7 +54,13 @@ def test_a_server_that_cannot_start_ends_the_bench_with_its_reason(ros_env, ur5_
     assert result.returncode == 1
     assert 'ik_server exited with status 1; its last lines:' in result.stderr, result.stderr
     assert "solver 'analytic' is not available for ur5" in result.stderr
-    assert time.monotonic() - started < READY_TIMEOUT_S
+    assert time.monotonic() - started < 200  # not READY_TIMEOUT_S: it stops with the server
+
+
+def test_a_model_it_cannot_read_is_one_line_before_any_server_starts(ros_env, tmp_path):
+    result = run_bench(ros_env, '--model', str(tmp_path / 'nowhere.pt'))
+    assert result.returncode == 1
+    assert result.stderr.strip() == f'service_bench: error: no model file at {tmp_path}/nowhere.pt'
 
 
 def run_bench(ros_env, *args: str) -> subprocess.CompletedProcess:
