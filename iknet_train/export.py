@@ -130,12 +130,13 @@ def export(
         raise ValueError(
             f'--check-samples must be at least 1 (every export is checked), got {check_samples}'
         )
-    suffix = '.fp16.onnx' if fp16 else '.onnx'
-    # Beside a user's model, where the onnxruntime backend looks; the shipped one's folder may
-    # be read-only.
-    output = output or (Path(model_path).with_suffix(suffix) if model_path else None)
+    if output is None:
+        # Beside a user's model, where the onnxruntime backend looks; here for the shipped
+        # one, whose folder may be read-only.
+        suffix = '.fp16.onnx' if fp16 else '.onnx'
+        given = Path(model_path) if model_path else None
+        output = given.with_suffix(suffix) if given else Path(DEFAULT_MODEL.stem + suffix)
     model_path = model_path or shipped(DEFAULT_MODEL)
-    output = output or Path(model_path.stem + suffix)
     checkpoint = load_checkpoint(model_path)  # first: an ONNX file given as --model is named so
     if output.exists() and output.resolve() == Path(model_path).resolve():
         raise ValueError(f'--output {output} is the model file itself; name another file')
