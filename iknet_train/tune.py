@@ -161,7 +161,7 @@ def write_plots(study: optuna.Study, out: Path) -> list[Path]:
     from optuna.visualization import matplotlib as plots
 
     written = []
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    complete = completed(study)
     figures = {'history.png': plots.plot_optimization_history}
     if len(complete) >= 2:
         figures['importances.png'] = plots.plot_param_importances
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'carries it on for --trials more',
                 file=sys.stderr,
             )
-            if study is not None and finished(study):
+            if study is not None and completed(study):
                 report_after_interrupt(study, args)
             return 128 + stopped_by[-1]
     return report(study, args)
@@ -356,9 +356,9 @@ def report_after_interrupt(study: optuna.Study, args: argparse.Namespace) -> Non
         print(f'iknet-tune: error: {error}', file=sys.stderr)
 
 
-def finished(study: optuna.Study) -> bool:
-    """Whether any trial of the study completed."""
-    return any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+def completed(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The study's trials that completed."""
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
 
 
 def report(study: optuna.Study, args: argparse.Namespace) -> int:
