@@ -13,8 +13,6 @@ import argparse
 import contextlib
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +35,7 @@ from iknet_core.resources import TEST_DATA, installed_executable, shipped
 from iknet_core.solvers.policy import joint_bounds
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.server_processes import Server, wait_until_up
+from iknet_ros.server_processes import ProcessGroup, Server, wait_until_up
 from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend
 
 COMPUTE_TIME = re.compile(r'in (\d+) us')
@@ -77,30 +75,12 @@ def serve_trivial() -> int:
 def running(commands: dict[str, list[str]]) -> Iterator[list[Server]]:
     """The servers by name, each in a session of its own, ended with the block (SIGINT, then
     SIGKILL); their output goes to files removed after."""
-    servers: list[Server] = []
-    with tempfile.TemporaryDirectory(prefix='service_bench-') as logs:
-        try:
-            for name, command in commands.items():
-                log = Path(logs) / f'{name}.log'
-                with log.open('wb') as output:
-                    process = subprocess.Popen(
-                        command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-                    )
-                servers.append(Server(name, process, log))
-            yield servers
-        finally:
-            _end([server.process for server in servers])
-
-
-def _end(servers: list[subprocess.Popen]) -> None:
-    for server in servers:
-        server.send_signal(signal.SIGINT)
-    for server in servers:
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    with tempfile.TemporaryDirectory(prefix='service_bench-') as logs, ProcessGroup() as group:
+        servers = []
+        for name, command in commands.items():
+            log = Path(logs) / f'{name}.log'
+            servers.append(Server(name, group.start(*command, log=log), log))
+        yield servers
 
 
 def bench_requests(model: str, count: int) -> list[SolveIK.Request]:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from domain_coordinator import domain_id
-from processes import ProcessGroup
 
 from iknet_core.resources import PANDA_MODEL, shipped
+from iknet_ros.server_processes import ProcessGroup
 from iknet_ros.service_calls import spin_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

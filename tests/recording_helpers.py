@@ -8,9 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from processes import ProcessGroup
-
 from iknet_core.resources import installed_executable as executable
+from iknet_ros.server_processes import ProcessGroup
 
 
 def ros_args(**params: object) -> list[str]:

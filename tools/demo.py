@@ -21,12 +21,10 @@ from iknet.srv import SolveIK
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
 from iknet_core.resources import DEFAULT_MODEL, TEST_DATA, installed_executable, shipped
 from iknet_ros.qos import SERVICE_QUEUE_QOS
-from iknet_ros.server_processes import Server, wait_until_up
+from iknet_ros.server_processes import ProcessGroup, Server, wait_until_up
 from iknet_ros.service_calls import READY_TIMEOUT_S, call_with_resend, spin_until
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'tests'))
-from processes import ProcessGroup  # noqa: E402 - the tests' harness, which ends every process
 
 
 def step(text: str) -> None:
