@@ -146,3 +146,46 @@ def test_demo_launch_ctrl_c_stops_both_nodes_cleanly(group, ros):
         '/ik_server/solve_ik did not come up:\n' + group.log('ik_server').read_text()
     )
     assert_clean_exits(group, group.ctrl_c())
+
+
+def python_has_started_importing(pid: int) -> bool:
+    """Whether the process has numpy's compiled core mapped: Python's own SIGINT handler is in
+    place and the imports are under way (numpy loads first; torch, rclpy and numba after it)."""
+    with contextlib.suppress(OSError):
+        return '_multiarray_umath' in Path(f'/proc/{pid}/maps').read_text()
+    return False
+
+
+@pytest.mark.parametrize(
+    ('name', 'args', 'status'),
+    [
+        ('ik_server', (), 0),  # a node: launch reports it finished cleanly
+        ('omx_sim', (), 0),
+        ('ik_client', ('--x', '0.2', '--y', '0.0', '--z', '0.1'), 128 + signal.SIGINT),
+    ],
+)
+def test_ctrl_c_while_an_executable_loads_exits_without_a_traceback(
+    ros_env, tmp_path, name, args, status
+):
+    """A Ctrl-C right after `ros2 launch` or `ros2 run`, while the imports still load, ends the
+    process with its status for a stop and no traceback (it printed one from inside torch)."""
+    log = tmp_path / f'{name}.log'
+    with open(log, 'w') as output:
+        process = subprocess.Popen(
+            [str(executable(name)), *args],
+            env=ros_env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(lambda: python_has_started_importing(process.pid), 60.0, f'{name} importing')
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(timeout=EXIT_DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = log.read_text()
+    assert 'Traceback' not in text, text
+    assert code == status, f'{name} exited with {code}:\n{text}'
