@@ -47,8 +47,15 @@ _WHOLE_NUMBERS = (int, np.integer)
 _FLOAT64 = np.dtype(np.float64)
 
 
+def kernel_ready(values: np.ndarray) -> np.ndarray:
+    """values as the compiled kernels take them: C-contiguous, writable float64 (copied where
+    not). numba compiles a kernel again for a read-only array (np.broadcast_to's, a frozen
+    buffer's), so one would compile in a request after the server's warm-up said ready."""
+    return np.require(values, np.float64, ('C_CONTIGUOUS', 'WRITEABLE'))
+
+
 def check_pose(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One finite target as C-contiguous float64 (3,), (3, 3); ValueError naming the shape or
+    """One finite target as kernel_ready float64 (3,), (3, 3); ValueError naming the shape or
     the values otherwise."""
     # One already so (a server's checked request) is taken as it is: attribute reads cost a
     # third of what two np.ascontiguousarray calls do on the cold cache a request wakes to.
@@ -61,9 +68,10 @@ def check_pose(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, 
         and position.strides == (8,)
         and rotation.shape == (3, 3)
         and rotation.strides == (24, 8)
+        and position.flags.writeable
+        and rotation.flags.writeable
     ):
-        position = np.ascontiguousarray(position, dtype=np.float64)
-        rotation = np.ascontiguousarray(rotation, dtype=np.float64)
+        position, rotation = kernel_ready(position), kernel_ready(rotation)
         if position.shape != (3,) or rotation.shape != (3, 3):
             raise ValueError(
                 f'expected a position (3,) and rotation (3, 3), got {position.shape} and '
@@ -91,9 +99,8 @@ def check_max_solutions(max_solutions: int) -> int:
 
 
 def check_poses(positions: np.ndarray, rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """B targets as C-contiguous float64 (B, 3), (B, 3, 3); ValueError naming the shapes."""
-    positions = np.ascontiguousarray(positions, dtype=np.float64)
-    rotations = np.ascontiguousarray(rotations, dtype=np.float64)
+    """B targets as kernel_ready float64 (B, 3), (B, 3, 3); ValueError naming the shapes."""
+    positions, rotations = kernel_ready(positions), kernel_ready(rotations)
     if (
         positions.ndim != 2
         or positions.shape[1:] != (3,)

@@ -29,7 +29,7 @@ from iknet_core.kinematics.chain import Chain, chain_difference
 from iknet_core.kinematics.transforms import matrix_from_quaternion, rotation_angle_between
 from iknet_core.metrics import SAME_SOLUTION_RAD, distinct_solutions
 from iknet_core.solvers import kernels
-from iknet_core.solvers.base import Solver, check_seed
+from iknet_core.solvers.base import Solver, check_seed, kernel_ready
 from iknet_core.solvers.path_branches import other_branches, starts_near_singularity
 from iknet_core.solvers.path_search import (
     NARROW_SEARCH_OFFSETS,
@@ -714,19 +714,15 @@ def _check_targets(
     bad = np.flatnonzero(~np.isfinite(targets).all(-1))
     if len(bad):
         raise ValueError(f'waypoint {bad[0]} of the path is not finite: {targets[bad[0]]}')
-    positions = np.ascontiguousarray(targets[:, :3])
+    positions = kernel_ready(targets[:, :3])
     if targets.shape[1] == 3:
-        return (
-            positions,
-            np.ascontiguousarray(np.broadcast_to(np.eye(3), (len(targets), 3, 3))),
-            (settings.position_only()),
-        )
+        return positions, np.tile(np.eye(3), (len(targets), 1, 1)), settings.position_only()
     norms = np.linalg.norm(targets[:, 3:], axis=-1)
     bad = np.flatnonzero(norms < 1e-6)
     if len(bad):
         raise ValueError(f'waypoint {bad[0]} of the path has a zero quaternion')
     rotations = matrix_from_quaternion(targets[:, 3:] / norms[:, None])
-    return positions, np.ascontiguousarray(rotations), settings
+    return positions, kernel_ready(rotations), settings
 
 
 def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:

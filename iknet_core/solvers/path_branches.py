@@ -168,8 +168,8 @@ def _refined(
     count = len(joints)
     converged = np.empty(count, dtype=np.bool_)
     kernels.refine_batch(
-        joints, np.ascontiguousarray(np.broadcast_to(position, (count, 3))),
-        np.ascontiguousarray(np.broadcast_to(rotation, (count, 3, 3))), arrays.joints,
+        joints, np.repeat(position[None], count, 0), np.repeat(rotation[None], count, 0),
+        arrays.joints,
         arrays.tip, bounds, kernel_settings, True, (0, count), np.empty((count, 2)),
         np.empty(count, dtype=np.int64), converged,
     )  # fmt: skip
