@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from iknet_core.checkpoint import partial_path
+
 logger = logging.getLogger(__name__)
 
 # Flags that may differ when a run is resumed: --epochs takes the place of --max-time (the
@@ -59,11 +61,15 @@ def record_path(snapshot: Path) -> Path:
 
 
 def write_run_record(snapshot: Path, record: dict[str, Any], finished: bool) -> None:
-    """Write the record beside snapshot: when the run has written that snapshot (its own, not
-    an earlier run's), and once more when it finishes."""
+    """Write the record beside snapshot: just before the run writes that snapshot (its own,
+    not an earlier run's), and once more when it finishes. Whole or not at all (a temporary
+    file renamed over it): a Ctrl-C mid-write leaves the record that was there."""
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({**record, 'finished': finished}, indent=2, sort_keys=True) + '\n'
-    record_path(snapshot).write_text(text)
+    path = record_path(snapshot)
+    partial = partial_path(path)
+    partial.write_text(text)
+    partial.replace(path)
 
 
 def read_run_record(snapshot: Path) -> dict[str, Any] | None:

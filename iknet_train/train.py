@@ -690,6 +690,13 @@ def train(
         first_epoch = manager.epoch == 0
         model.train()
         for index in range(iters_per_epoch):
+            if not recorded and index == iters_per_epoch - 1:
+                # ppe writes this run's first snapshot as this iteration ends: its record goes
+                # first, so no snapshot of this run is ever without one (written after the
+                # epoch, a Ctrl-C in between left the snapshot bare, and the next run in --out
+                # wrote over it instead of keeping it aside).
+                write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
+                recorded = True
             with manager.run_iteration():
                 batch = order[index * batch_size : (index + 1) * batch_size]
                 with torch.autocast(
@@ -725,9 +732,6 @@ def train(
                         args.max_time,
                         budget.overrun_s() / 60.0,
                     )  # fmt: skip
-        if not recorded:  # this run's first snapshot is written (ppe's, at the epoch's end)
-            write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
-            recorded = True
 
     manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
     best.restore()

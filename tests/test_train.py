@@ -213,6 +213,9 @@ def test_a_run_ended_by_sigterm_says_how_to_carry_it_on(recording: Path, tmp_pat
     assert process.returncode == 128 + signal.SIGTERM, errors
     assert f'same flags and --resume {out / "snapshot"}' in errors and 'Traceback' not in errors
     assert not (out / 'model.pt').exists() and not list(out.glob('tmp_*'))
+    # Signalled as its first snapshot appeared: the record that keeps it from the next run in
+    # --out is there already (it came after the epoch's plot and log).
+    assert json.loads((out / 'snapshot.json').read_text())['finished'] is False
 
 
 def test_an_interrupted_run_names_what_carries_it_on_and_removes_only_its_own_files(
