@@ -1,10 +1,15 @@
 """argparse types of the files and folders the command-line tools write: refused at the start
-where they could not be written, instead of a traceback once the work is done."""
+where they could not be written, instead of a traceback once the work is done; and a report's
+files written all together or not at all."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -64,3 +69,23 @@ def _check_can_create(folder: Path, text: str) -> None:
         raise argparse.ArgumentTypeError(
             f'{text}: cannot write in {existing}: {error.strerror}'
         ) from error
+
+
+@contextlib.contextmanager
+def written_together(folder: Path) -> Iterator[Path]:
+    """A hidden folder inside folder to write files into, under the names they will have; as
+    the block ends they are moved into folder (each over the file of its name); where it raises
+    (Ctrl-C while a figure is drawn) nothing is moved and folder is left as it was, so a report
+    is never part new and part stale."""
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix='.partial-', dir=folder))
+    try:
+        yield staging
+        for path in sorted(staging.rglob('*'), key=lambda path: len(path.parts)):
+            target = folder / path.relative_to(staging)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            else:
+                os.replace(path, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

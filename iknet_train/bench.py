@@ -38,7 +38,7 @@ from iknet_core.metrics import (
     summary,
     within_mm,
 )
-from iknet_core.output_paths import output_dir
+from iknet_core.output_paths import output_dir, written_together
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.factory import (
     NETWORK_SOLVERS,
@@ -174,11 +174,11 @@ def write_report(
     """A benchmark's report as names = (json, markdown, plot) files in out, the markdown also
     printed; plot(path) draws the figure."""
     print(markdown)  # first: the figures are seen even where a file then cannot be written
-    out.mkdir(parents=True, exist_ok=True)
     json_name, markdown_name, plot_name = names
-    (out / json_name).write_text(json.dumps(report, indent=2) + '\n')
-    (out / markdown_name).write_text(markdown)
-    plot(out / plot_name)
+    with written_together(out) as staging:  # an interrupted bench has written none of them
+        (staging / json_name).write_text(json.dumps(report, indent=2) + '\n')
+        (staging / markdown_name).write_text(markdown)
+        plot(staging / plot_name)
     print(f'wrote {", ".join(str(out / name) for name in names)}')
 
 

@@ -8,6 +8,7 @@ FK(prediction) against each target pose, and writes a table, a JSON report and p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -25,7 +26,7 @@ from iknet_core.metrics import (
     solution_diversity,
     wrapped_difference,
 )
-from iknet_core.output_paths import optional_output_dir, output_file
+from iknet_core.output_paths import optional_output_dir, output_file, written_together
 from iknet_core.resources import TEST_DATA
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import SOLVER_NAMES, build_solver
@@ -141,16 +142,18 @@ def evaluate(args: argparse.Namespace) -> dict:
             args.solutions,
             full_turn_joints(chain),
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + '\n')
-    if (plots := args.plots) is not None:  # optional_output_dir: None for ''
-        position_error, _ = pose_errors(chain, predicted, poses)
-        plots.mkdir(parents=True, exist_ok=True)
-        plot_error_histogram(plots / 'error_histogram.png', position_error)
-        plot_workspace_error(plots / 'workspace_error.png', poses, position_error)
-        plot_worst_cases(
-            plots / 'worst_cases.png', chain, poses, joints, predicted, position_error
-        )
+    # The report and the plots all together, or (interrupted) none of them.
+    with contextlib.ExitStack() as outputs:
+        report_folder = outputs.enter_context(written_together(args.json.parent))
+        (report_folder / args.json.name).write_text(json.dumps(report, indent=2) + '\n')
+        if args.plots is not None:  # optional_output_dir: None for ''
+            plots = outputs.enter_context(written_together(args.plots))
+            position_error, _ = pose_errors(chain, predicted, poses)
+            plot_error_histogram(plots / 'error_histogram.png', position_error)
+            plot_workspace_error(plots / 'workspace_error.png', poses, position_error)
+            plot_worst_cases(
+                plots / 'worst_cases.png', chain, poses, joints, predicted, position_error
+            )
     return report
 
 
