@@ -207,12 +207,21 @@ def target_quaternion(args: argparse.Namespace) -> list[float] | None:
     return [float(v) for v in quaternion_from_matrix(rotation)]
 
 
-def call(node: Node, client, request, timeout_s: float, resend_after_s: float):
+def call(
+    node: Node,
+    client,
+    request,
+    timeout_s: float,
+    resend_after_s: float,
+    max_resends: int | None = None,
+):
     """The service's response, or None after printing why there was none."""
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        answer = call_with_resend(executor, client, request, timeout_s, resend_after_s)
+        answer = call_with_resend(
+            executor, client, request, timeout_s, resend_after_s, max_resends
+        )
     finally:
         # Shut down here, while the context lives: an executor collected after rclpy's
         # shutdown prints an InvalidHandle error from its __del__.
@@ -350,9 +359,11 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     )
     # The server answers a move once the controller has taken it (a legacy arm its first goal),
     # after trying twice, command_timeout each: allow a minute more. A move must not be sent
-    # twice, so no resend then.
+    # twice, so no resend then. Else one resend, for a request lost while the new client and
+    # the server discover each other: the server follows a path for each one it gets (seconds
+    # for a long path with alternatives), one request at a time.
     timeout_s = args.timeout + (60.0 if args.move else 0.0)
-    response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0)
+    response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0, 1)
     if response is None:
         if args.move:
             print('  the arm may still be moving along the path', file=sys.stderr)

@@ -54,8 +54,11 @@ def call_with_resend(
     request,
     timeout_s: float,
     resend_after_s: float = 1.0,
+    max_resends: int | None = None,
 ) -> Answer:
-    """Call, resending after resend_after_s and then at doubling intervals, until timeout_s.
+    """Call, resending after resend_after_s and then at doubling intervals, until timeout_s
+    (at most max_resends times: a request that takes the server seconds is computed again for
+    each resend, on a server that answers one request at a time).
 
     The executor must spin the client's node. Requests still pending at the end are removed
     from the client, so late answers are not kept.
@@ -68,9 +71,11 @@ def call_with_resend(
     while True:
         pending.append(client.call_async(request))
         remaining_s = deadline - time.monotonic()
-        if spin_until(executor, lambda: any(f.done() for f in pending), min(wait_s, remaining_s)):
+        last = max_resends is not None and len(pending) > max_resends
+        waited_s = remaining_s if last else min(wait_s, remaining_s)
+        if spin_until(executor, lambda: any(f.done() for f in pending), waited_s):
             break
-        if wait_s >= remaining_s:
+        if last or wait_s >= remaining_s:
             break
         wait_s *= 2
     answered = next((future for future in pending if future.done()), None)

@@ -48,3 +48,14 @@ def test_a_missing_service_is_reported_as_not_found(ros):
     client = ros.node('caller').create_client(Trigger, 'nobody_serves_this')
     answer = call_with_resend(ros.executor, client, Trigger.Request(), 0.5)
     assert not answer.found and answer.response is None and answer.resent == 0
+
+
+def test_a_slow_answer_is_asked_for_at_most_max_resends_times_more(ros):
+    """A slow request (a long path) is not sent again and again, each copy computed in turn."""
+    calls = forgetful_service(ros, 'slow', forget=100)
+    client = ros.node('caller').create_client(Trigger, 'slow')
+    answer = call_with_resend(
+        ros.executor, client, Trigger.Request(), 2.0, resend_after_s=0.3, max_resends=1
+    )
+    assert answer.found and answer.response is None
+    assert answer.resent == 1 and len(calls) == 2
