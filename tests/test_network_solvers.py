@@ -199,3 +199,24 @@ def test_each_learned_solver_loads_its_shipped_model_unless_one_is_given(model_p
     given = load_networks(model_path, ['network', 'network+refine'], 'cpu')
     assert given['network'] is given['network+refine']  # one file, loaded once
     assert given['network'].model_path == model_path
+
+
+def test_a_network_short_of_the_solutions_asked_for_adds_spread_seeds(tmp_path):
+    """Four fixed hypotheses give four solutions at most: a Panda's positions have a continuum,
+    and network+refine asked for 16 now finds them as refine-from-zero does (it gave 4)."""
+    from iknet_core.kinematics.robots import named_chain
+
+    chain = named_chain('panda')
+    torch.manual_seed(2)
+    arcs = joint_arcs(*(bounds.tolist() for bounds in joint_bounds(chain, 'reach')))
+    model = build_model('iknet', {'n_joints': 7, 'width': 16, 'n_blocks': 1, **arcs}, chain)
+    path = save_checkpoint(tmp_path / 'panda.pt', model, 'iknet', chain)
+    settings = SolverSettings().position_only()
+    solver = build_solver('network+refine', chain, NetworkProposer(path, 'cpu'), settings)
+    position, _ = forward_kinematics(chain, np.full(7, 0.3))
+    solutions = solver.solve(position, np.eye(3), max_solutions=16)
+    exact = solutions.joints[solutions.meets_tolerance & solutions.within_limits]
+    assert len(exact) == 16
+    assert (
+        min(np.abs(a - b).max() for i, a in enumerate(exact) for b in exact[i + 1 :]) > 1e-3
+    )  # distinct

@@ -251,8 +251,8 @@ class RefinedSolver:
         elif network is not None:
             network.forward_pose(position, rotation, hypotheses)
         one_proposed = len(hypotheses) == 1
-        if isinstance(self.proposer, ConstantProposer) and max_solutions > 1:
-            # One seed (refine-from-zero) finds one solution: for more, seeds spread too.
+        spread = isinstance(self.proposer, ConstantProposer) and max_solutions > 1
+        if spread:  # one seed (refine-from-zero) finds one solution: for more, seeds spread too
             hypotheses = np.concatenate([hypotheses, self._spread_seeds(max_solutions)])
         if seed is not None:
             seed = check_seed(seed, self.chain)
@@ -274,6 +274,15 @@ class RefinedSolver:
         solutions = self.policy.select(
             joints, position_errors, orientation_errors, seed, max_solutions
         )
+        short = 0 < self._exact_count(solutions) < max_solutions  # none: out of reach, as a rule
+        if short and sampled is None and not spread:
+            # A network's fixed hypotheses give one solution each at most: short of the N asked
+            # for (a 6-joint arm's positions, which have a continuum), the spread seeds too.
+            spread_refined = self._seeds_refined(
+                position, rotation, self._spread_seeds(max_solutions)
+            )
+            refined_all = _appended((joints, position_errors, orientation_errors), spread_refined)
+            solutions = self.policy.select(*refined_all, seed, max_solutions)
         if sampled is not None:
             solutions = self._topped_up(
                 solutions, (joints, position_errors, orientation_errors),
@@ -306,14 +315,10 @@ class RefinedSolver:
         the refined (joints, position errors, orientation errors) they came from, for as long
         as fewer than max_solutions are exact (TOP_UP_ROUNDS at most, MAX_CANDIDATES in all):
         on some poses most samples miss, or refine to the same arm (a Panda's where little of
-        the self-motion lies inside the limits), and a caller asking for N expects N. Exact
-        outside the software limits counts where _inside_limits_first moves such answers in."""
+        the self-motion lies inside the limits), and a caller asking for N expects N."""
         budget = MAX_CANDIDATES // self.policy.turn_variants
         for draw in range(1, TOP_UP_ROUNDS + 1):
-            exact = solutions.meets_tolerance
-            if self._limits_refiner is None:
-                exact = exact & solutions.within_limits
-            found, drawn = int(exact.sum()), len(refined[0])
+            found, drawn = self._exact_count(solutions), len(refined[0])
             if not found or found >= max_solutions:  # none: a pose out of reach, as a rule
                 break
             # As many as this pose's yield so far says the shortfall needs, a quarter more.
@@ -324,6 +329,14 @@ class RefinedSolver:
             refined = _appended(refined, self._seeds_refined(position, rotation, more))
             solutions = self.policy.select(*refined, seed, max_solutions)
         return solutions
+
+    def _exact_count(self, solutions: Solutions) -> int:
+        """The exact solutions among solutions: exact outside the software limits counts where
+        _inside_limits_first moves such answers in."""
+        exact = solutions.meets_tolerance
+        if self._limits_refiner is None:
+            exact = exact & solutions.within_limits
+        return int(exact.sum())
 
     def _seeds_refined(
         self, position: np.ndarray, rotation: np.ndarray, seeds: np.ndarray, restarts: bool = False
