@@ -2,14 +2,18 @@
 ik_server start after an install answers within seconds instead of compiling for ~50 s.
 
 The colcon build (CMakeLists.txt) and tools/setup.sh run `python -m iknet_core.solvers.warm_up`;
-the server calls `exercise` on its own solvers, which loads the cached code.
+`ros2 run iknet warm_up` runs it for a cold cache (as the installed package: numba keys its cache
+by the source file, so run from a source tree, python -m would fill a cache the server never
+reads); the server calls `exercise` on its own solvers, which loads the cached code.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -73,7 +77,16 @@ def warm_up(chain: Chain = OMX_CHAIN, network: NetworkProposer | None = None) ->
     return names
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog='warm_up',
+        description="Compile the IK server's solver kernels into numba's cache now (about a "
+        'minute), so that its first start answers in seconds.',
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     started = time.monotonic()
     try:
