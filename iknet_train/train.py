@@ -426,6 +426,13 @@ def check_fine_tune(
             f'{args.init_from} has {len(base.joint_names)} joints ({base.chain.name}); '
             f'{chain.name} has {chain.n_joints}: a fine-tune needs the same joint count'
         )
+    if base.chain != chain:
+        logger.warning(
+            '--init-from %s is a model of %s, fine-tuned here for %s: its output ranges stay '
+            "the base's, not this arm's reach (answers beyond the limits are refined into them; "
+            'a new model fits them)',
+            args.init_from, base.chain.name, chain.name,
+        )  # fmt: skip
 
 
 def check_inside_arcs(
@@ -452,9 +459,9 @@ def check_inside_arcs(
             np.round(v.double().numpy(), 3).tolist() for v in (center, half_range)
         )
         raise ValueError(
-            f'{args.init_from} answers {names} only within its output ranges (centers '
-            f'{centers}, half ranges {half_ranges} rad) and the data goes beyond them: train a '
-            'new model instead'
+            f'{args.init_from} (a model of {base.chain.name}) answers only within its output '
+            f'ranges (centers {centers}, half ranges {half_ranges} rad), and the data of '
+            f'{chain.name} goes beyond them at {names}: train a new model instead'
         )
 
 

@@ -121,7 +121,8 @@ def test_a_fine_tune_refuses_data_beyond_the_base_models_arcs(tmp_path: Path, ca
             str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
     assert train_main(argv) == 1
     error = capsys.readouterr().err
-    assert "['joint2', 'joint3', 'joint4'] only within its output ranges" in error
+    assert 'a model of open_manipulator_x) answers only within its output ranges' in error
+    assert "goes beyond them at ['joint2', 'joint3', 'joint4']" in error
 
 
 def test_a_fine_tune_refuses_data_beyond_the_base_mixture_models_ranges(
@@ -136,13 +137,13 @@ def test_a_fine_tune_refuses_data_beyond_the_base_mixture_models_ranges(
             str(tmp_path / 'm.pt'), '--out', str(tmp_path)]  # fmt: skip
     assert train_main(argv) == 1
     error = capsys.readouterr().err
-    assert "['joint2'] only within its output ranges" in error
+    assert "goes beyond them at ['joint2']" in error
     assert 'half ranges [3.4, 0.5, 3.4, 3.4] rad' in error
     assert not (tmp_path / 'm.pt').exists()
 
 
 def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A mixture model's local frames are FK of its chain: fine-tuned on arm B, it must compute
     # them on B while it trains, not on the arm A it came from.
@@ -165,6 +166,8 @@ def test_a_fine_tuned_mixture_model_takes_its_frames_from_the_arm_it_trains_for(
             '--save-model', str(tmp_path / 'b.pt'), '--out', str(tmp_path / 'run')]  # fmt: skip
     train(build_parser().parse_args(argv), extra_extensions=[record_chain])
     assert seen and all(chain == arm_b for chain in seen)
+    # Its output ranges stay the base's, which a user is told.
+    assert "its output ranges stay the base's" in caplog.text
     assert load_checkpoint(tmp_path / 'b.pt').model.chain == arm_b
 
 
