@@ -13,10 +13,9 @@ import logging
 import math
 import random
 import shlex
-import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -261,9 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     started = time.time()
-    with signals_as_interrupt([signal.SIGTERM]) as stopped_by:  # SIGINT: Python's own
+    with signals_as_interrupt() as stopped_by:
+        # The first is a stand-in for Python's own SIGINT; more: a signal came.
+        signalled = lambda: len(stopped_by) > 1  # noqa: E731
         try:
-            train(args, command=shlex.join(['iknet-train', *argv]))
+            train(args, command=shlex.join(['iknet-train', *argv]), signalled=signalled)
         except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
             print(f'iknet-train: error: {error}', file=sys.stderr)
             return 1
@@ -533,9 +534,13 @@ def train(
     args: argparse.Namespace,
     command: str = '',
     extra_extensions: Sequence[ppe.training.extension.Extension] = (),
+    signalled: Callable[[], bool] = lambda: False,
 ) -> Path:
     """Runs the training described by the parsed flags; returns the checkpoint path.
-    extra_extensions join the loop (iknet-tune's pruning reads the validation reports)."""
+    extra_extensions join the loop (iknet-tune's pruning reads the validation reports).
+    signalled: whether a stop signal came, checked each iteration: its KeyboardInterrupt can
+    be lost where it lands in a callback Python runs for the garbage collector ('Exception
+    ignored in ... WeakKeyDictionary'), and the run trained on (1 Ctrl-C in 19)."""
     started = time.monotonic()
     check_flags(args)
     model_config = model_overrides(args)
@@ -697,6 +702,8 @@ def train(
         first_epoch = manager.epoch == 0
         model.train()
         for index in range(iters_per_epoch):
+            if signalled():
+                raise KeyboardInterrupt  # the signal's own was lost (see above)
             if not recorded and index == iters_per_epoch - 1:
                 # ppe writes this run's first snapshot as this iteration ends: its record goes
                 # first, so no snapshot of this run is ever without one (written after the

@@ -481,3 +481,17 @@ def test_loss_lets_each_pose_pick_its_hypothesis() -> None:
         )
     loss, _ = multi_hypothesis_loss(model, OMX_CHAIN, pose.float(), branches[1:].float())
     assert loss.item() > 1e-3
+
+
+def test_a_signal_whose_interrupt_was_lost_still_stops_the_run(recording: Path, tmp_path: Path):
+    """A KeyboardInterrupt raised inside a garbage-collector callback is dropped ('Exception
+    ignored in ...'): the loop asks whether a signal came, and stops as Ctrl-C would."""
+    from iknet_train.train import train as run_training
+
+    args = build_parser().parse_args(
+        ['--data', str(recording), '--synthetic', '2000', '--model-config', SMALL,
+         '--no-progress', '--save-model', str(tmp_path / 'model.pt'), '--out', str(tmp_path)]
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        run_training(args, signalled=lambda: True)
+    assert not (tmp_path / 'model.pt').exists()
