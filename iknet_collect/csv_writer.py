@@ -21,6 +21,9 @@ def create_recording_dir(parent: str | Path, name: str, numbered: bool = False) 
     numbered (a name the recorder chose, its start time to the second): a new folder, name-2,
     name-3, ... where name is taken, so two recorders started in one second both record."""
     target = Path(parent).expanduser() / name
+    for folder in (target.parent, *target.parent.parents):
+        if folder.exists() and not folder.is_dir():
+            raise RecordingError(f'cannot record into {target}: {folder} is a file, not a folder')
     try:
         if numbered:
             target = _new_numbered_dir(target)

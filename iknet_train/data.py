@@ -422,6 +422,8 @@ def _process_exists(pid: int) -> bool:
 
 def _read_table(path: Path, layout: _Layout) -> tuple[pd.DataFrame, bool]:
     """The rows as text, indexed by their line in the file; True if a cut-off last line went."""
+    if path.is_dir():
+        raise FileNotFoundError(f'{path} is a folder, not a CSV file (--data takes folders)')
     if not path.is_file():
         raise FileNotFoundError(f'{path}: no such file')
     first_line, last_lines, ends_with_newline = _edge_lines(path)

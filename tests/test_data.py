@@ -786,3 +786,11 @@ def test_unreadable_metadata_is_an_error_naming_it(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match=f'{tmp_path / METADATA_FILE}: not a readable JSON'):
         load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+
+def test_a_folder_given_for_a_csv_file_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / 'poses').mkdir()
+    joints = tmp_path / JOINT_STATES_FILE
+    joints.write_text('')
+    with pytest.raises(FileNotFoundError, match='poses is a folder, not a CSV file'):
+        load_recording(tmp_path / 'poses', joints, OMX_CHAIN)

@@ -134,7 +134,7 @@ def test_recording_dir_is_never_reused(tmp_path):
     with pytest.raises(RecordingError, match='not empty'):
         create_recording_dir(tmp_path, 'a')
     (tmp_path / 'file').write_text('')
-    with pytest.raises(RecordingError, match='cannot record into'):
+    with pytest.raises(RecordingError, match='file is a file, not a folder'):
         create_recording_dir(tmp_path / 'file', 'b')
     # A name the recorder chose (its start, to the second): two recorders in one second both
     # record, the second into a numbered folder, even where the first has written nothing yet.
