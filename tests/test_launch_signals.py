@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,17 +163,21 @@ def python_has_started_importing(pid: int) -> bool:
         ('ik_server', (), 0),  # a node: launch reports it finished cleanly
         ('omx_sim', (), 0),
         ('ik_client', ('--x', '0.2', '--y', '0.0', '--z', '0.1'), 128 + signal.SIGINT),
+        ('iknet-train', ('--synthetic', '1000'), 128 + signal.SIGINT),  # pip's console script
     ],
 )
 def test_ctrl_c_while_an_executable_loads_exits_without_a_traceback(
     ros_env, tmp_path, name, args, status
 ):
-    """A Ctrl-C right after `ros2 launch` or `ros2 run`, while the imports still load, ends the
-    process with its status for a stop and no traceback (it printed one from inside torch)."""
+    """A Ctrl-C right after `ros2 launch`, `ros2 run` or an iknet-* command, while the imports
+    still load, ends the process with its status for a stop and no traceback (it printed one
+    from inside torch)."""
     log = tmp_path / f'{name}.log'
+    pip_script = Path(sys.executable).with_name(name)
+    command = pip_script if name.startswith('iknet-') else executable(name)
     with open(log, 'w') as output:
         process = subprocess.Popen(
-            [str(executable(name)), *args],
+            [str(command), *args],
             env=ros_env,
             stdout=output,
             stderr=subprocess.STDOUT,

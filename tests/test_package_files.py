@@ -18,6 +18,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (ROS 2 Humble)
     import tomli as tomllib
 
+from iknet_core.entry import TOOLS
 from iknet_core.resources import installed_executable as executable
 
 
@@ -46,7 +47,7 @@ def test_every_entry_point_module_has_main_and_is_installed():
         assert callable(importlib.import_module(module).main), module
         installed = executable(name)
         assert os.access(installed, os.X_OK), installed
-        assert f'from {module} import main' in installed.read_text()
+        assert f"entry.run('{module}'" in installed.read_text()
 
 
 def test_cmake_installs_launch_and_config_and_the_service():
@@ -235,9 +236,13 @@ def test_console_scripts_point_at_mains():
         'iknet-convert', 'iknet-finetune-study', 'iknet-tune', 'iknet-path-bench',
         'iknet-sample-bench',
     }  # fmt: skip
+    from iknet_core import entry
+
+    assert set(TOOLS) == set(scripts)
     for script, target in scripts.items():
         module, function = target.split(':')
-        assert function == 'main' and callable(importlib.import_module(module).main), script
+        assert module == 'iknet_core.entry' and callable(getattr(entry, function)), script
+        assert callable(importlib.import_module(TOOLS[script]).main), script
 
 
 def test_readme_names_the_two_commands_and_the_env_file():
@@ -260,7 +265,7 @@ def readme_commands() -> list[tuple[str, str, list[str]]]:
     for words in readme_command_lines():
         line = shlex.join(words)
         if words[0] in scripts:
-            commands.append((line, scripts[words[0]].split(':')[0], words[1:]))
+            commands.append((line, TOOLS[words[0]], words[1:]))
         elif words[:2] == ['python', '-m'] and words[2].startswith('iknet'):
             commands.append((line, words[2], words[3:]))
         elif words[:3] == ['ros2', 'run', 'iknet']:

@@ -1,0 +1,75 @@
+"""The command-line executables' front door (`iknet-*`, `ros2 run iknet NAME`): a Ctrl-C while a
+tool's imports still load (torch takes seconds) ends it as one in its main does, with its status
+and no traceback.
+
+An import that the signal cuts short may fail as an ImportError (numpy's C core does), so the
+signal is recorded rather than told by the exception.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+# Status of a stop by Ctrl-C: a tool's, as a shell expects (exits_on_interrupt); a node that
+# launch starts ends with 0 (launch: finished cleanly), as its main does.
+TOOL_INTERRUPTED = 128 + signal.SIGINT
+NODE_INTERRUPTED = 0
+
+# The pip-installed commands and the module whose main each runs.
+TOOLS = {
+    'iknet-train': 'iknet_train.train',
+    'iknet-test': 'iknet_train.evaluate',
+    'iknet-export': 'iknet_train.export',
+    'iknet-bench': 'iknet_train.bench',
+    'iknet-chain': 'iknet_train.chain_tool',
+    'iknet-convert': 'iknet_train.convert',
+    'iknet-finetune-study': 'iknet_train.finetune_study',
+    'iknet-tune': 'iknet_train.tune',
+    'iknet-path-bench': 'iknet_train.path_bench',
+    'iknet-sample-bench': 'iknet_train.sample_bench',
+}
+
+
+def run(module: str, interrupted_status: int = TOOL_INTERRUPTED) -> NoReturn:
+    """Import module and exit with its main()'s status; interrupted_status where a Ctrl-C
+    comes while it imports."""
+    interrupted: list[int] = []
+
+    def interrupt(number: int, frame: object) -> None:
+        interrupted.append(number)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        main = importlib.import_module(module).main
+    except BaseException:
+        if interrupted:
+            sys.exit(interrupted_status)
+        raise
+    sys.exit(main())  # the handler left in place raises KeyboardInterrupt, as Python's own does
+
+
+def _command(module: str) -> Callable[[], NoReturn]:
+    """A console script's target: run(module)."""
+
+    def start() -> NoReturn:
+        run(module)
+
+    return start
+
+
+# The console scripts' targets (pyproject.toml [project.scripts]).
+train = _command(TOOLS['iknet-train'])
+test = _command(TOOLS['iknet-test'])
+export = _command(TOOLS['iknet-export'])
+bench = _command(TOOLS['iknet-bench'])
+chain = _command(TOOLS['iknet-chain'])
+convert = _command(TOOLS['iknet-convert'])
+finetune_study = _command(TOOLS['iknet-finetune-study'])
+tune = _command(TOOLS['iknet-tune'])
+path_bench = _command(TOOLS['iknet-path-bench'])
+sample_bench = _command(TOOLS['iknet-sample-bench'])
