@@ -1,6 +1,6 @@
 """The command-line executables' front door (`iknet-*`, `ros2 run iknet NAME`): a Ctrl-C while a
 tool's imports still load (torch takes seconds) ends it as one in its main does, with its status
-and no traceback.
+and no traceback; so does output piped into a reader that stops reading (`| head`).
 
 An import that the signal cuts short may fail as an ImportError (numpy's C core does), so the
 signal is recorded rather than told by the exception.
@@ -9,6 +9,7 @@ signal is recorded rather than told by the exception.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -50,7 +51,14 @@ def run(module: str, interrupted_status: int = TOOL_INTERRUPTED) -> NoReturn:
         if interrupted:
             sys.exit(interrupted_status)
         raise
-    sys.exit(main())  # the handler left in place raises KeyboardInterrupt, as Python's own does
+    try:
+        status = main()  # the handler left in place raises KeyboardInterrupt, as Python's does
+    except BrokenPipeError:
+        # The reader went (`| head -1`): end as a killed shell tool does, and keep Python's
+        # flush at exit from failing on the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 128 + signal.SIGPIPE
+    sys.exit(status)
 
 
 def _command(module: str) -> Callable[[], NoReturn]:

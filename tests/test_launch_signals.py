@@ -194,3 +194,18 @@ def test_ctrl_c_while_an_executable_loads_exits_without_a_traceback(
     text = log.read_text()
     assert 'Traceback' not in text, text
     assert code == status, f'{name} exited with {code}:\n{text}'
+
+
+def test_a_command_whose_reader_went_ends_without_a_traceback(tmp_path):
+    """`iknet-chain --chain panda | head -1`: the reader gone, the table's writes fail."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # before the command writes a line: each write fails
+    with open(tmp_path / 'stderr', 'w') as errors:
+        process = subprocess.run(
+            [str(Path(sys.executable).with_name('iknet-chain')), '--chain', 'panda'],
+            stdout=write_end, stderr=errors, timeout=300, check=False,
+        )  # fmt: skip
+    os.close(write_end)
+    text = (tmp_path / 'stderr').read_text()
+    assert 'Traceback' not in text and 'BrokenPipeError' not in text, text
+    assert process.returncode == 128 + signal.SIGPIPE
