@@ -37,25 +37,41 @@ TOOLS = {
 
 def run(module: str, interrupted_status: int = TOOL_INTERRUPTED) -> NoReturn:
     """Import module and exit with its main()'s status; interrupted_status where a Ctrl-C
-    comes while it imports."""
+    comes while it imports (unless the process was started with SIGINT ignored, as a script's
+    background job is: it stays so)."""
     interrupted: list[int] = []
 
     def interrupt(number: int, frame: object) -> None:
         interrupted.append(number)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, interrupt)
+    def unraisable(hook_args: sys.UnraisableHookArgs) -> None:
+        # Raised in a garbage-collector callback, the interrupt is dropped: recorded already.
+        if not (interrupted and isinstance(hook_args.exc_value, KeyboardInterrupt)):
+            python_hook(hook_args)
+
+    python_hook = sys.unraisablehook
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = unraisable
     try:
         main = importlib.import_module(module).main
     except BaseException:
         if interrupted:
             sys.exit(interrupted_status)
         raise
+    finally:
+        sys.unraisablehook = python_hook
+    if interrupted:  # its KeyboardInterrupt was dropped, or caught by an import's fallback
+        sys.exit(interrupted_status)
     try:
-        status = main()  # the handler left in place raises KeyboardInterrupt, as Python's does
+        # The handler left in place raises KeyboardInterrupt, as Python's own does. Output to a
+        # pipe is flushed here, not at exit, where a reader that went would fail it unseen.
+        status = main()
+        sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went (`| head -1`): end as a killed shell tool does, and keep Python's
-        # flush at exit from failing on the closed pipe again.
+        # The reader went (`| head -1`): end as a shell tool killed by SIGPIPE does, and keep
+        # Python's flush at exit from failing on the closed pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = 128 + signal.SIGPIPE
     sys.exit(status)

@@ -18,14 +18,19 @@ def signals_as_interrupt(
     """Within it, each of signals raises KeyboardInterrupt in the main thread, as Ctrl-C does
     (SIGTERM: kill, a job scheduler's stop, launch's shutdown). Yields the signals received,
     SIGINT first (Ctrl-C where Python raised it itself): exit with 128 + the last. The handlers
-    before come back after."""
+    before come back after. A signal the process was started ignoring (a script's background
+    job's SIGINT) stays ignored."""
     received: list[int] = [signal.SIGINT]
 
     def interrupt(number: int, frame: object) -> None:
         received.append(number)
         raise KeyboardInterrupt
 
-    previous = {number: signal.signal(number, interrupt) for number in signals}
+    previous = {
+        number: signal.signal(number, interrupt)
+        for number in signals
+        if signal.getsignal(number) is not signal.SIG_IGN
+    }
     try:
         yield received
     finally:

@@ -81,7 +81,13 @@ def written_together(folder: Path) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix='.partial-', dir=folder))
     try:
         yield staging
-        for path in sorted(staging.rglob('*'), key=lambda path: len(path.parts)):
+        staged = sorted(staging.rglob('*'), key=lambda path: len(path.parts))
+        for path in staged:  # all checked before the first moves
+            target = folder / path.relative_to(staging)
+            if target.exists() and target.is_dir() != path.is_dir():
+                kind = 'a folder' if target.is_dir() else 'a file'
+                raise OSError(f'{target} is {kind}; move it to write the report')
+        for path in staged:
             target = folder / path.relative_to(staging)
             if path.is_dir():
                 target.mkdir(exist_ok=True)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from iknet_core.csv_schema import METADATA_FILE
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN
 from iknet_core.output_paths import output_dir
 from iknet_train.bags import BagError, convert_bag
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@exits_on_interrupt('iknet-convert', 'the CSV pair in OUT_DIR may be cut short')
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -31,7 +31,7 @@ from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.metrics import pose_errors, summary
-from iknet_core.output_paths import output_dir
+from iknet_core.output_paths import output_dir, written_together
 from iknet_core.solvers.network import NetworkProposer
 from iknet_train.cli import HelpFormatter, add_chain_arguments, chain_from_args
 from iknet_train.plots import save_figure
@@ -219,8 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'  {label:<{width}}  {value:8.2f} mm')
     ratio = results['fine_tuned'][count]['median'] / results['reference']['median']
     print(f'  fine-tuned / reference: {ratio:.2f} (target <= 1.10)')
-    (args.out / 'study.json').write_text(json.dumps(results, indent=2) + '\n')
-    plot(args.out / 'study.png', results)
+    with written_together(args.out) as staging:  # an interrupted study writes neither
+        (staging / 'study.json').write_text(json.dumps(results, indent=2) + '\n')
+        plot(staging / 'study.png', results)
     print(f'wrote {args.out / "study.json"} and {args.out / "study.png"}')
     return 0
 

@@ -66,6 +66,7 @@ from iknet_train.losses import LOSSES, mixture_loss
 from iknet_train.run_record import (
     check_resumed_run,
     keep_unfinished_snapshot,
+    record_path,
     run_record,
     write_run_record,
 )
@@ -279,7 +280,8 @@ def interrupted(args: argparse.Namespace, started: float) -> str:
     epoch, if it wrote one (an older run's in the same --out is not its own)."""
     # Files cut off mid-write: ppe's (it writes tmp_NAME, then renames it) and the model's.
     partials = [args.out / f'tmp_{name}' for name in RUN_FILES]
-    for partial in [*partials, partial_path(args.save_model)]:
+    own = (args.save_model, record_path(args.out / SNAPSHOT_FILE))
+    for partial in [*partials, *map(partial_path, own)]:
         partial.unlink(missing_ok=True)
     snapshot = args.out / SNAPSHOT_FILE
     if not (snapshot.is_file() and snapshot.stat().st_mtime >= started):

@@ -200,10 +200,13 @@ def test_a_command_whose_reader_went_ends_without_a_traceback(tmp_path):
     """`iknet-chain --chain panda | head -1`: the reader gone, the table's writes fail."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # before the command writes a line: each write fails
+    # Block-buffered, as a pipe is unless PYTHONUNBUFFERED is set: the table fails as it is
+    # flushed, after main returned.
+    env = {key: value for key, value in os.environ.items() if key != 'PYTHONUNBUFFERED'}
     with open(tmp_path / 'stderr', 'w') as errors:
         process = subprocess.run(
             [str(Path(sys.executable).with_name('iknet-chain')), '--chain', 'panda'],
-            stdout=write_end, stderr=errors, timeout=300, check=False,
+            stdout=write_end, stderr=errors, env=env, timeout=300, check=False,
         )  # fmt: skip
     os.close(write_end)
     text = (tmp_path / 'stderr').read_text()

@@ -220,3 +220,16 @@ def test_a_network_short_of_the_solutions_asked_for_adds_spread_seeds(tmp_path):
     assert (
         min(np.abs(a - b).max() for i, a in enumerate(exact) for b in exact[i + 1 :]) > 1e-3
     )  # distinct
+
+
+def test_on_an_arm_with_no_joints_to_spare_no_spread_seeds_are_added(model_path, targets):
+    """An OM-X pose has a few branches, which the hypotheses find: the spread seeds found no
+    more and cost 15 times the query."""
+    solver = build_solver('network+refine', OMX_CHAIN, NetworkProposer(model_path, 'cpu'))
+    refined = []
+    seeds_refined = solver._seeds_refined
+    solver._seeds_refined = lambda *args, **kwargs: (
+        refined.append(1) or seeds_refined(*args, **kwargs)
+    )
+    solver.solve(targets[0][0], targets[1][0], max_solutions=16)
+    assert len(refined) == 1

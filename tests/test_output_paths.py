@@ -38,3 +38,14 @@ def test_a_report_is_written_all_together_or_not_at_all(tmp_path: Path) -> None:
     assert (tmp_path / 'new' / 'bench.json').read_text() == 'this run'
     assert (tmp_path / 'new' / 'plots' / 'a.png').read_text() == 'this run'
     assert sorted(path.name for path in (tmp_path / 'new').iterdir()) == ['bench.json', 'plots']
+
+
+def test_a_report_clashing_with_a_folder_moves_none_of_its_files(tmp_path: Path) -> None:
+    (tmp_path / 'bench.json').write_text('the last run')
+    (tmp_path / 'bench.png').mkdir()  # a folder where the figure goes
+    clash = pytest.raises(OSError, match=r'bench\.png is a folder')
+    with clash, written_together(tmp_path) as staging:
+        (staging / 'bench.json').write_text('this run')
+        (staging / 'bench.png').write_text('this run')
+    assert (tmp_path / 'bench.json').read_text() == 'the last run'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['bench.json', 'bench.png']

@@ -239,6 +239,7 @@ def test_console_scripts_point_at_mains():
     from iknet_core import entry
 
     assert set(TOOLS) == set(scripts)
+    assert set(TOOLS.values()) <= set(entry_points().values()), 'each is a ros2 run one too'
     for script, target in scripts.items():
         module, function = target.split(':')
         assert module == 'iknet_core.entry' and callable(getattr(entry, function)), script

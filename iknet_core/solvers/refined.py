@@ -188,7 +188,7 @@ class RefinedSolver:
         # outside the limits where a solution inside them exists: such answers are refined again
         # inside the limits (_into_limits). None where the limits are the reach, or nothing
         # refines (the `network` solver).
-        refines = refiner.settings.max_iterations > 0
+        refines = self._refines = refiner.settings.max_iterations > 0
         self._limits_refiner = (
             Refiner(self.chain, limits_settings, 'limits')
             if self.policy.limits_inside_reach and refines
@@ -275,9 +275,11 @@ class RefinedSolver:
             joints, position_errors, orientation_errors, seed, max_solutions
         )
         short = 0 < self._exact_count(solutions) < max_solutions  # none: out of reach, as a rule
-        if short and sampled is None and not spread:
+        if short and self._spare and sampled is None and not spread and self._refines:
             # A network's fixed hypotheses give one solution each at most: short of the N asked
-            # for (a 6-joint arm's positions, which have a continuum), the spread seeds too.
+            # for where the solutions form a continuum (joints to spare: a 6-joint arm's
+            # positions), the spread seeds too. Not on an arm with none: a pose has a few
+            # branches, which the hypotheses find, and the seeds cost 15 times the query.
             spread_refined = self._seeds_refined(
                 position, rotation, self._spread_seeds(max_solutions)
             )

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.fk import forward_kinematics, pose_from_joints
 from iknet_core.solvers.base import Solver
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
 
+@exits_on_interrupt('warm_up', 'the kernels compiled so far stay cached')
 def main(argv: Sequence[str] | None = None) -> int:
     build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format='%(message)s')
