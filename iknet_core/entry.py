@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from iknet_core.interrupts import signals_as_interrupt
+
 # Status of a stop by Ctrl-C: a tool's, as a shell expects (exits_on_interrupt); a node that
 # launch starts ends with 0 (launch: finished cleanly), as its main does.
 TOOL_INTERRUPTED = 128 + signal.SIGINT
@@ -38,34 +40,29 @@ TOOLS = {
 def run(module: str, interrupted_status: int = TOOL_INTERRUPTED) -> NoReturn:
     """Import module and exit with its main()'s status; interrupted_status where a Ctrl-C
     comes while it imports (unless the process was started with SIGINT ignored, as a script's
-    background job is: it stays so)."""
-    interrupted: list[int] = []
-
-    def interrupt(number: int, frame: object) -> None:
-        interrupted.append(number)
-        raise KeyboardInterrupt
+    background job is: it stays so). A signal came where signals_as_interrupt's list grew."""
 
     def unraisable(hook_args: sys.UnraisableHookArgs) -> None:
         # Raised in a garbage-collector callback, the interrupt is dropped: recorded already.
-        if not (interrupted and isinstance(hook_args.exc_value, KeyboardInterrupt)):
+        if not (len(received) > 1 and isinstance(hook_args.exc_value, KeyboardInterrupt)):
             python_hook(hook_args)
 
+    received: list[int] = []  # until signals_as_interrupt's own, below
     python_hook = sys.unraisablehook
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, interrupt)
     sys.unraisablehook = unraisable
     try:
-        main = importlib.import_module(module).main
+        with signals_as_interrupt([signal.SIGINT]) as received:
+            main = importlib.import_module(module).main
     except BaseException:
-        if interrupted:
+        if len(received) > 1:
             sys.exit(interrupted_status)
         raise
     finally:
         sys.unraisablehook = python_hook
-    if interrupted:  # its KeyboardInterrupt was dropped, or caught by an import's fallback
+    if len(received) > 1:  # its KeyboardInterrupt was dropped, or caught by an import's fallback
         sys.exit(interrupted_status)
     try:
-        # The handler left in place raises KeyboardInterrupt, as Python's own does. Output to a
+        # Python's own handler is back: Ctrl-C raises KeyboardInterrupt in main. Output to a
         # pipe is flushed here, not at exit, where a reader that went would fail it unseen.
         status = main()
         sys.stdout.flush()
