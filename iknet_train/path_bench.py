@@ -151,6 +151,10 @@ def run(args: argparse.Namespace) -> dict:
             if args.tighten:
                 tight, seconds = follow_with_iknet(chain, curves, poses, settings, tighten=True)
                 results['iknet follow_path, tightened'] = (tight, tight[..., 0].size / seconds)
+        elif args.tighten:
+            report['skipped'][f'--tighten on {name}'] = (
+                f'its {chain.n_joints} joints have none to spare, which tighten searches'
+            )
         if args.alternatives:
             best, seconds = follow_alternatives(chain, curves, poses, settings, args.alternatives)
             label = f'iknet best of {args.alternatives} starts'

@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     for flag in ('poses', 'samples_per_pose', 'mmd_poses', 'reference_solutions'):
         if getattr(args, flag) < 1:
             raise ValueError(f'--{flag.replace("_", "-")} must be >= 1')
+    resolve_device(args.device)  # a device there is not: refused before the model and data load
     checkpoint = load_checkpoint(args.model)
     model = checkpoint.model
     if not isinstance(model, MixtureIKNet):

@@ -516,6 +516,10 @@ def test_sample_bench_refuses_oversampling_below_one(planar_model, tmp_path, cap
     assert main(argv) == 1
     assert f'no model file at {missing}' in capsys.readouterr().err
     assert not (tmp_path / 'out').exists()
+    if not torch.cuda.is_available():  # a GPU there is not: refused before the model loads
+        argv = ['--model', str(missing), '--device', 'cuda', '--out', str(tmp_path / 'out')]
+        assert main(argv) == 1
+        assert 'device cuda requested but torch sees no CUDA device' in capsys.readouterr().err
 
 
 def test_sample_bench_refuses_a_model_that_does_not_sample(tmp_path, capsys):
