@@ -1299,9 +1299,10 @@ def test_the_path_benchmark_tightens_on_request_where_the_arm_has_joints_to_spar
     assert tightened['paths'] == 2 and tightened['paths_followed'] == 1.0
     assert tightened['step_ratio_max'] <= arms['panda']['iknet follow_path']['step_ratio_max']
     assert list(arms['omx']) == ['iknet follow_path']  # no joints to spare, no row: it says so
-    assert '- skipped --tighten on omx: its 4 joints have none to spare' in (
-        tmp_path / 'path_bench.md'
-    ).read_text()
+    assert (
+        '- skipped --tighten on omx: its 4 joints have none to spare'
+        in (tmp_path / 'path_bench.md').read_text()
+    )
 
 
 def test_the_path_benchmark_takes_an_arm_from_its_urdf(tmp_path, capsys):
