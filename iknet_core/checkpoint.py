@@ -18,6 +18,7 @@ import torch
 
 from iknet_core.kinematics.chain import Chain
 from iknet_core.networks import IKNetwork, build_model, config_to_dict
+from iknet_core.resources import shipped
 
 FORMAT = 'iknet-checkpoint'
 FORMAT_VERSION = 1
@@ -94,7 +95,7 @@ def load_checkpoint(path: Path | str) -> Checkpoint:
     """Read a model file without unpickling arbitrary objects; ValueError naming what is wrong."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f'no model file at {path}')
+        raise FileNotFoundError(f'no model file at {path}{_shipped_hint(path)}')
     with path.open('rb') as file:
         head = file.read(16)
     if not head.startswith(TORCH_FILE_STARTS):  # a URDF, a CSV, an ONNX file given as --model
@@ -162,3 +163,15 @@ def _reason(error: Exception) -> str:
         return f'{marker} {detail[0].strip()}' if detail else marker
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else type(error).__name__
+
+
+def _shipped_hint(path: Path) -> str:
+    """Where iknet ships a file of that relative path (the README's models/NAME, typed outside
+    the checkout), as words to add to the error; '' if it ships none."""
+    if path.is_absolute():
+        return ''
+    try:
+        found = shipped(path)
+    except FileNotFoundError:
+        return ''
+    return f' (iknet ships {path} at {found})'

@@ -211,7 +211,8 @@ def _once(items: list, identity: Callable[[Any], Any]) -> dict:
     for item in items:
         key = identity(item)
         if key in unique:
-            logger.warning('%s is named twice: read once', item)
+            named = ' and '.join(map(str, item)) if isinstance(item, tuple) else item
+            logger.warning('%s is named twice: read once', named)
         else:
             unique[key] = item
     return unique

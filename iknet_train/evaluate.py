@@ -98,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'iknet-test: error: {error}', file=sys.stderr)
         return 1
     print(format_table(report))
+    plots = '' if args.plots is None else f' and the plots in {args.plots}'
+    print(f'wrote {args.json}{plots}')
     return 0
 
 

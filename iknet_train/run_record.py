@@ -12,9 +12,15 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks of this kind; --out is not guarded there
+    fcntl = None
 
 from iknet_core.checkpoint import partial_path
 
@@ -23,6 +29,8 @@ logger = logging.getLogger(__name__)
 # Flags that may differ when a run is resumed: --epochs takes the place of --max-time (the
 # iteration count is checked against the snapshot's schedule instead).
 RESUME_MAY_CHANGE = ('epochs',)
+# How to train on from a run's model with other flags.
+FURTHER = 'to train further from its model, start a new run with --init-from the model it saved'
 # iknet-train's flags (argparse dests) recorded besides the settings: what the samples and the
 # loss are. Not --data's paths (recordings may move) nor --amp and --device (another machine).
 RECORDED_FLAGS = (
@@ -60,12 +68,16 @@ def record_path(snapshot: Path) -> Path:
     return snapshot.with_name(f'{snapshot.name}.json')
 
 
-def write_run_record(snapshot: Path, record: dict[str, Any], finished: bool) -> None:
+def write_run_record(
+    snapshot: Path, record: dict[str, Any], finished: bool, stopped_early_at: int | None = None
+) -> None:
     """Write the record beside snapshot: just before the run writes that snapshot (its own,
-    not an earlier run's), and once more when it finishes. Whole or not at all (a temporary
-    file renamed over it): a Ctrl-C mid-write leaves the record that was there."""
+    not an earlier run's), and once more when it finishes (stopped_early_at: the epoch early
+    stopping ended it at). Whole or not at all (a temporary file renamed over it): a Ctrl-C
+    mid-write leaves the record that was there."""
     snapshot.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({**record, 'finished': finished}, indent=2, sort_keys=True) + '\n'
+    ended = {'finished': finished, 'stopped_early_at': stopped_early_at}
+    text = json.dumps({**record, **ended}, indent=2, sort_keys=True) + '\n'
     path = record_path(snapshot)
     partial = partial_path(path)
     partial.write_text(text)
@@ -87,7 +99,18 @@ def check_resumed_run(snapshot: Path, record: dict[str, Any]) -> None:
     it) and these flags' run."""
     started = read_run_record(snapshot)
     if started is None:
+        logger.warning(
+            '%s has no run record beside it (%s): the flags the run was started with cannot be '
+            'checked, and --resume carries it on with these',
+            snapshot, record_path(snapshot).name,
+        )  # fmt: skip
         return
+    if started.get('stopped_early_at') is not None:
+        raise ValueError(
+            f'--resume {snapshot} is the snapshot of a run that early stopping ended at epoch '
+            f'{started["stopped_early_at"]} (its validation loss had stopped falling) and that '
+            f'saved its model: {FURTHER}'
+        )
     differs = [key for key in record if key in started and started[key] != record[key]]
     if 'chain' in differs:
         before, now = started['chain'].get('name'), record['chain'].get('name')
@@ -102,9 +125,16 @@ def check_resumed_run(snapshot: Path, record: dict[str, Any]) -> None:
         details = '; '.join(_difference(key, started[key], record[key]) for key in sorted(differs))
         raise ValueError(
             f'--resume {snapshot} was started with other flags ({details}): --resume carries a '
-            'run on with the flags it was started with; to train further from its model, start '
-            'a new run with --init-from the checkpoint it saved'
+            f'run on with the flags it was started with. {carry_on_advice(started)}'
         )
+
+
+def carry_on_advice(started: dict[str, Any] | None) -> str:
+    """What to do instead of resuming a run (its record, None if it has none) with other
+    flags: a run that did not finish saved no model to --init-from yet."""
+    if started is not None and not started.get('finished', True):
+        return f'That run did not finish: carry it on with its own flags first; then {FURTHER}'
+    return FURTHER
 
 
 def _difference(key: str, before: Any, now: Any) -> str:
@@ -137,3 +167,30 @@ def keep_unfinished_snapshot(snapshot: Path, resume: Path | None) -> Path | None
         snapshot.parent, kept, kept,
     )  # fmt: skip
     return kept
+
+
+# The --out folders this process holds: a lock lasts as long as its descriptor is open.
+_HELD: dict[Path, int] = {}
+
+
+def hold_out_folder(out: Path) -> None:
+    """Lock the --out folder (created if need be) for this process until it ends, so that no
+    other run writes its snapshot, record and log there meanwhile; ValueError where another
+    process's run holds it. This process's own later runs (iknet-tune's trials, tests) may
+    use it again."""
+    if fcntl is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    key = out.resolve()
+    if key in _HELD:
+        return
+    descriptor = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise ValueError(
+            f'{out} is the --out of another iknet-train run that is still going: give this run '
+            'another --out'
+        ) from None
+    _HELD[key] = descriptor

@@ -64,8 +64,11 @@ from iknet_train.data import (
 )
 from iknet_train.losses import LOSSES, mixture_loss
 from iknet_train.run_record import (
+    carry_on_advice,
     check_resumed_run,
+    hold_out_folder,
     keep_unfinished_snapshot,
+    read_run_record,
     record_path,
     run_record,
     write_run_record,
@@ -399,9 +402,8 @@ def check_resumable(args: argparse.Namespace, snapshot: dict, total_steps: int) 
     if planned is not None and planned != total_steps:
         raise ValueError(
             f'{args.resume} is a snapshot of a run of {planned} iterations; these flags make '
-            f'{total_steps}: --resume carries a run on with the flags it was started with. To '
-            'train further from its model, start a new run with --init-from the checkpoint it '
-            'saved (--save-model)'
+            f'{total_steps}: --resume carries a run on with the flags it was started with. '
+            f'{carry_on_advice(read_run_record(args.resume))}'
         )
 
 
@@ -614,6 +616,7 @@ def train(
         max_trigger=(epochs, 'epoch'),
     )
     best = BestModel(model)
+    early = EarlyStopping(stop)
 
     @torch.no_grad()
     def validate(poses: torch.Tensor, joints: torch.Tensor) -> None:
@@ -625,10 +628,13 @@ def train(
         epochs,
         iters_per_epoch=iters_per_epoch,
         out_dir=str(args.out),
-        stop_trigger=stop,
+        # Decided by EarlyStopping as each epoch ends (a function: ppe's copy of the trigger
+        # for its own use is then this one, not a second count).
+        stop_trigger=lambda manager: early.fired,
         extensions=[
             extensions.Evaluator(val_loader, model, eval_func=validate),
             best,
+            early,
             extensions.LogReport(trigger=(1, 'epoch'), filename=LOG_FILE),
             extensions.PrintReport(
                 [
@@ -661,11 +667,17 @@ def train(
     for extension in extra_extensions:
         manager.extend(extension)
     if not args.no_progress:
-        manager.extend(extensions.ProgressBar(update_interval=max(1, iters_per_epoch // 4)))
+        manager.extend(
+            extensions.ProgressBar(
+                training_length=(epochs, 'epoch'), update_interval=max(1, iters_per_epoch // 4)
+            )
+        )
     if snapshot is not None:
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         for saved in snapshot.get('optimizers', {}).values():
             adopt_kernels(saved, optimizer)
+        # A snapshot from before EarlyStopping's state: its patience starts afresh, as it did.
+        snapshot.setdefault('extensions', {}).setdefault(EarlyStopping.__name__, {})
         try:
             manager.load_state_dict(snapshot)
         except RuntimeError as error:  # torch's state_dict mismatch: another architecture
@@ -676,6 +688,9 @@ def train(
                 'before local frames: --model-config \'{"local_frames": false}\')'
             ) from None
         logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
+    # Another run still writing into --out would mix its snapshot, record and log with this
+    # run's: refused. Held until this process ends.
+    hold_out_folder(args.out)
     # This run's first snapshot would write over a stopped run's in --out: that is kept aside.
     keep_unfinished_snapshot(args.out / SNAPSHOT_FILE, args.resume)
 
@@ -749,6 +764,7 @@ def train(
                         budget.overrun_s() / 60.0,
                     )  # fmt: skip
 
+    stopped_early_at = manager.epoch if early.fired else None
     manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
     best.restore()
     wall_time_s = time.monotonic() - started
@@ -770,7 +786,7 @@ def train(
         'torch': str(torch.__version__),
     }
     path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)
-    write_run_record(args.out / SNAPSHOT_FILE, record, finished=True)
+    write_run_record(args.out / SNAPSHOT_FILE, record, True, stopped_early_at)
     logger.info(
         'wrote %s after %d epochs in %.0f s (best val loss %.3g)',
         path,
@@ -837,6 +853,32 @@ class BestModel(ppe.training.extension.Extension):
     def load_state_dict(self, state: dict) -> None:
         self.value = float(state['value'])
         self.state = state['state']
+
+
+class EarlyStopping(ppe.training.extension.Extension):
+    """Early stopping (ppe's trigger: the validation loss not lower for --patience checks),
+    decided as each epoch ends, before the snapshot, so that the snapshot carries its best loss
+    and count. As the loop's stop trigger, ppe's counted after the snapshot and kept nothing in
+    it: a resumed run started its patience afresh, and trained on past where it had stopped."""
+
+    trigger = (1, 'epoch')
+    priority = ppe.training.extension.PRIORITY_EDITOR  # after the Evaluator, before snapshots
+
+    def __init__(self, stop: triggers.EarlyStoppingTrigger) -> None:
+        self.stop = stop
+        self.fired = False
+
+    def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
+        self.stop(manager)  # a check: its best and count; the loop ends at --epochs itself
+        self.fired = self.stop.count >= self.stop.patience
+
+    def state_dict(self) -> dict:
+        return {'best': self.stop.best, 'count': self.stop.count, 'fired': self.fired}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stop.best = float(state['best'])
+        self.stop.count = int(state['count'])
+        self.fired = bool(state['fired'])
 
 
 if __name__ == '__main__':

@@ -90,3 +90,13 @@ def test_mismatched_files_say_what_does_not_match(saved: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match='no model file'):
         load_checkpoint(tmp_path / 'none.pt')
+
+
+def test_a_readme_model_path_typed_outside_the_checkout_is_pointed_to(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a pip user's folder: no models/ here
+    with pytest.raises(
+        FileNotFoundError, match=r'iknet ships models/omx_iknet\.pt at .*omx_iknet'
+    ):
+        load_checkpoint('models/omx_iknet.pt')
+    with pytest.raises(FileNotFoundError, match=r'no model file at models/mine\.pt$'):
+        load_checkpoint('models/mine.pt')

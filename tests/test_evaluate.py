@@ -39,6 +39,7 @@ def test_writes_json_with_the_agreed_keys_and_plots(files, tmp_path: Path, capsy
         assert (plots / name).stat().st_size > 1000
     table = capsys.readouterr().out
     assert 'position error (mm)' in table and 'within 5 mm' in table
+    assert f'wrote {report_path} and the plots in {plots}' in table  # where to look
 
 
 def test_the_table_lists_joints_in_the_chains_order_and_fits_long_names() -> None:

@@ -495,3 +495,59 @@ def test_a_signal_whose_interrupt_was_lost_still_stops_the_run(recording: Path, 
     with pytest.raises(KeyboardInterrupt):
         run_training(args, signalled=lambda: True)
     assert not (tmp_path / 'model.pt').exists()
+
+
+@pytest.mark.filterwarnings('ignore:val/loss is not in observation')
+def test_early_stopping_is_carried_by_the_snapshot_and_a_run_it_ended_is_not_resumed(
+    recording: Path, tmp_path: Path, capsys
+) -> None:
+    # A rate at which the validation loss rises: patience 1 ends the run at its second epoch.
+    flags = ('--epochs', '20', '--patience', '1', '--lr', '5', '--schedule', 'constant',
+             '--model-config', SMALL)  # fmt: skip
+    out = tmp_path / 'run'
+    assert train(recording, out, *flags) == 0
+    record = json.loads((out / 'snapshot.json').read_text())
+    assert record['finished'] and record['stopped_early_at'] == len(log(out)) < 20
+    # The trigger's state travels with the snapshot: ppe's keeps none, and a resumed run
+    # started its patience afresh.
+    saved = torch.load(out / 'snapshot', weights_only=True)['extensions']['EarlyStopping']
+    assert saved['extension']['count'] >= 1 and math.isfinite(saved['extension']['best'])
+    model = (out / 'model.pt').read_bytes()
+    assert train(recording, out, *flags, '--resume', str(out / 'snapshot')) == 1
+    error = capsys.readouterr().err
+    assert f'early stopping ended at epoch {record["stopped_early_at"]}' in error, error
+    assert '--init-from the model it saved' in error
+    assert (out / 'model.pt').read_bytes() == model  # not trained on, not written over
+
+
+def test_a_snapshot_without_its_record_is_resumed_with_a_warning(
+    recording: Path, tmp_path: Path, caplog
+) -> None:
+    assert train(recording, tmp_path / 'run', '--epochs', '1', '--model-config', SMALL) == 0
+    moved = tmp_path / 'moved'
+    moved.mkdir()
+    (moved / 'snapshot').write_bytes((tmp_path / 'run' / 'snapshot').read_bytes())
+    with caplog.at_level(logging.WARNING):
+        argv = ('--epochs', '1', '--model-config', SMALL, '--resume', str(moved / 'snapshot'))
+        assert train(recording, tmp_path / 'on', *argv) == 0
+    assert 'has no run record beside it (snapshot.json): the flags' in caplog.text
+
+
+def test_an_out_folder_another_run_is_writing_to_is_refused(recording: Path, tmp_path: Path):
+    from iknet_train.run_record import hold_out_folder
+
+    out = tmp_path / 'busy'
+    holder = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; from pathlib import Path; '
+         'from iknet_train.run_record import hold_out_folder; '
+         f'hold_out_folder(Path({str(out)!r})); print("held", flush=True); sys.stdin.read()'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == 'held\n'
+        with pytest.raises(ValueError, match='is the --out of another iknet-train run'):
+            hold_out_folder(out)
+    finally:
+        holder.communicate('')  # its end lets the folder go
+    hold_out_folder(out)  # free again
+    hold_out_folder(out)  # and this process's own runs may use it again
