@@ -327,3 +327,7 @@ def test_a_folder_gives_its_bags_and_recordings_and_each_is_read_once(tmp_path, 
     flags.data = [str(tmp_path / 'runs' / 'csv')]  # alone, the converted CSVs are read
     (recording,) = recordings_from_args(flags, OMX_CHAIN, tmp_path)
     assert Path(recording.source).name == 'csv' and len(recording) == COUNT
+    caplog.clear()
+    twice = str(tmp_path / 'runs' / 'csv')
+    recordings_from_args(Namespace(**{**vars(flags), 'data': [twice, twice]}), OMX_CHAIN, tmp_path)
+    assert 'kinematics_pose.csv and ' in caplog.text and 'PosixPath' not in caplog.text
