@@ -30,6 +30,8 @@ class JointRecord:
     row: list[str]
     names: tuple[str, ...]
     chain_positions: np.ndarray  # (n_chain_joints,) rad, in chain order
+    # Written in the first message's joints, not its own (joint_state_record says why).
+    joints_changed: bool = False
 
 
 def has_header(message_type: type) -> bool:
@@ -90,13 +92,24 @@ def joint_state_record(
     chain_positions = np.array([position[names.index(name)] for name in chain_joints])
     _finite(f'the position of {list(chain_joints)}', chain_positions.tolist())
     # The same joints in another order are written as they come: each row names its joints.
-    if expected_names is not None and sorted(names) != sorted(expected_names):
-        raise BadMessageError('joint_names_changed', f'{list(names)} after {list(expected_names)}')
+    # Another set (a gripper's driver gone or back) is written in the first message's joints,
+    # the header's: one it lacks with empty values, one it adds left out. The chain's are all
+    # there; skipped, every joint state from there on was lost.
+    changed = expected_names is not None and sorted(names) != sorted(expected_names)
+    if changed:
+        index = {name: i for i, name in enumerate(names)}
+        blocks = [
+            [values[index[name]] if name in index else math.nan for name in expected_names]
+            if values
+            else []
+            for values in blocks
+        ]
+        names, n = expected_names, len(expected_names)
     stamp = message_stamp_ns(message, receipt_ns)
     fields = [*stamp_fields(stamp), message.header.frame_id, *names]
     for values in blocks:
         fields += [_field(v) for v in values] if values else [''] * n
-    return JointRecord(stamp, fields, names, chain_positions)
+    return JointRecord(stamp, fields, names, chain_positions, changed)
 
 
 def _field(value: float) -> str:

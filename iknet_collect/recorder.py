@@ -54,7 +54,8 @@ RELIABILITIES = ('reliable', 'best_effort')
 QUEUE_DEPTH = 1000
 WARNING_PERIOD_S = 5.0
 # Joint states this long with no pose on the pose topic get a warning (once): an arm without
-# /kinematics_pose, recorded without pose_source fk, records nothing to train on.
+# /kinematics_pose, recorded without pose_source fk, records nothing to train on. So do poses
+# with no joint state (a joint_states_topic with a typo recorded a whole session of nothing).
 NO_POSE_WARNING_S = 5.0
 
 
@@ -130,6 +131,8 @@ class Recorder(Node):
         self.pose_stats = StreamStats(pose_topic if self.pose_source == 'topic' else 'fk')
         self.pose_stamp_source = 'fk of joint_states'
         self.no_pose_warned = False
+        self.no_joint_state_warned = False
+        self.publishers_warned: set[str] = set()
         if self.pose_source == 'topic':
             self.pose_stamp_source = 'header' if has_header(KinematicsPose) else 'receipt'
 
@@ -170,7 +173,7 @@ class Recorder(Node):
         receipt = self.get_clock().now().nanoseconds
         try:
             record = joint_state_record(message, receipt, self.chain.joint_names, self.joint_names)
-            self.joint_stats.check_order(record.stamp_ns)
+            self.joint_stats.check_order(record.stamp_ns, receipt)
             if self.joint_writer is None:
                 # The first good message fixes the joint set and so the header.
                 self.joint_names = record.names
@@ -178,12 +181,19 @@ class Recorder(Node):
                     self.directory / JOINT_STATES_FILE, joint_states_columns(len(record.names))
                 )
             self.joint_writer.write(record.row)
-            self.joint_stats.wrote(record.stamp_ns)
+            self.joint_stats.wrote(record.stamp_ns, receipt)
+            if record.joints_changed:
+                self.get_logger().warning(
+                    f'{self.joint_stats.topic} names {list(message.name)} now, '
+                    f'{list(self.joint_names)} at first: written in the first ones (a joint '
+                    'missing now with empty values, one added left out)',
+                    throttle_duration_sec=WARNING_PERIOD_S,
+                )
             self.saw_message()
             if self.pose_source == 'fk':
                 values = [*legacy_pose(record.chain_positions, self.chain).tolist(), 0.0, 0.0, 0.0]
                 self.pose_writer.write(pose_row(record.stamp_ns, '', values))
-                self.pose_stats.wrote(record.stamp_ns)
+                self.pose_stats.wrote(record.stamp_ns, receipt)
         except BadMessageError as bad:
             self.skip(self.joint_stats, bad)
         except RecordingError as error:
@@ -196,10 +206,10 @@ class Recorder(Node):
         try:
             values = kinematics_pose_values(message)
             stamp = message_stamp_ns(message, receipt)
-            self.pose_stats.check_order(stamp)
+            self.pose_stats.check_order(stamp, receipt)
             frame_id = message.header.frame_id if has_header(type(message)) else ''
             self.pose_writer.write(pose_row(stamp, frame_id, values))
-            self.pose_stats.wrote(stamp)
+            self.pose_stats.wrote(stamp, receipt)
             self.saw_message()
         except BadMessageError as bad:
             self.skip(self.pose_stats, bad)
@@ -230,6 +240,37 @@ class Recorder(Node):
         except RecordingError as error:
             self.fail(error)
         self.warn_if_no_pose()
+        self.warn_if_no_joint_state()
+        self.warn_of_publishers()
+
+    def warn_if_no_joint_state(self) -> None:
+        """Once, where poses have come for NO_POSE_WARNING_S and no joint state has."""
+        first, topic = self.pose_stats.first_ns, self.joint_stats.topic
+        if self.pose_source != 'topic' or self.no_joint_state_warned or first is None:
+            return
+        if self.joint_stats.written or self.joint_stats.skipped:
+            return
+        if self.pose_stats.last_ns - first >= NO_POSE_WARNING_S * 1e9:
+            self.no_joint_state_warned = True
+            self.get_logger().warning(
+                f'{self.pose_stats.written} poses and nothing on {topic} in '
+                f'{NO_POSE_WARNING_S:g} s ({self.count_publishers(topic)} publishers of it): is '
+                'joint_states_topic right?'
+            )
+
+    def warn_of_publishers(self) -> None:
+        """Once per topic, where more than one node publishes it: their messages go into one
+        file by stamp, and another arm's (or a replay's, or unstamped ones, stamped on receipt)
+        would pair with this arm's poses."""
+        for topic in self.topics.values():
+            count = self.count_publishers(topic)
+            if count > 1 and topic not in self.publishers_warned:
+                self.publishers_warned.add(topic)
+                self.get_logger().warning(
+                    f'{count} publishers on {topic}: their messages are recorded as one stream '
+                    "(a gripper's driver beside the arm's is fine; another arm, or a bag played "
+                    "beside the arm, mixes its messages into this recording's)"
+                )
 
     def warn_if_no_pose(self) -> None:
         """Once, where joint states have come for NO_POSE_WARNING_S and no pose has."""
@@ -253,10 +294,13 @@ class Recorder(Node):
             self.joint_writer.sync()
 
     def fail(self, error: RecordingError) -> None:
-        """Stop recording for good: a full disk does not heal by retrying 100 times a second."""
-        if not self.done:
-            self.get_logger().error(f'recording stopped: {error}')
-        self.stop_reason = f'error: {error}'
+        """Stop recording for good: a full disk does not heal by retrying 100 times a second.
+        The first error is the reason: the metadata that then cannot be written either is its
+        consequence."""
+        if not self.exit_code:
+            if not self.done:
+                self.get_logger().error(f'recording stopped: {error}')
+            self.stop_reason = f'error: {error}'
         self.exit_code = 1
         self.done = True
 
@@ -313,10 +357,15 @@ class Recorder(Node):
             self.get_logger().error(f'the recording is not marked finished: {error}')
             self.fail(error)
             status = 'failed'
+        # Counted as handed to the files: after a write error, the last of them may not be on
+        # disk (whole lines that are are read; a cut one is dropped).
+        counted = (
+            'recorded' if status == 'complete' else 'handed to the files, the last may be lost'
+        )
         self.get_logger().info(
             f'{status} ({self.stop_reason}): {self.joint_stats.written} joint states, '
-            f'{self.pose_stats.written} poses in {self.directory}; skipped joint states '
-            f'{dict(self.joint_stats.skipped)}, poses {dict(self.pose_stats.skipped)}'
+            f'{self.pose_stats.written} poses {counted}, in {self.directory}; skipped joint '
+            f'states {dict(self.joint_stats.skipped)}, poses {dict(self.pose_stats.skipped)}'
         )
 
     def destroy_node(self) -> None:

@@ -12,6 +12,14 @@ from iknet_collect.message_rows import NS_PER_S, BadMessageError
 # An interval this many times the median period counts as a gap (a lost or late message).
 GAP_FACTOR = 1.5
 LARGEST_GAPS_LISTED = 10
+# A stamp more than STAMP_AHEAD_S later, against the time it came, than the stream's stamps so
+# far is a bad stamp and skipped ('stamp_ahead'), unless CLOCK_STEP_MESSAGES in a row agree with
+# it: then the publisher's clock stepped forward, and the stream goes on from there. Written,
+# one stamp an hour ahead made every later message 'stamp_not_increasing': the rest of the
+# recording was lost. Late messages (a stall, a queue) come with stamps further behind, never
+# ahead, so they pass.
+STAMP_AHEAD_S = 1.0
+CLOCK_STEP_MESSAGES = 10
 
 
 class StreamStats:
@@ -22,21 +30,50 @@ class StreamStats:
         self.last_ns: int | None = None
         self.skipped: Counter[str] = Counter()
         self._intervals: list[int] = []
+        # The latest stamp-minus-receipt of a written message, and of a run of messages ahead
+        # of it (with its length): what STAMP_AHEAD_S and CLOCK_STEP_MESSAGES judge.
+        self._offset_ns: int | None = None
+        self._ahead: tuple[int, int] | None = None
 
-    def check_order(self, stamp_ns: int) -> None:
-        """BadMessageError unless the stamp is later than the last written one."""
+    def check_order(self, stamp_ns: int, receipt_ns: int) -> None:
+        """BadMessageError unless the stamp is later than the last written one, and not
+        ahead of the stream's stamps so far (STAMP_AHEAD_S) unless its clock stepped."""
+        offset = stamp_ns - receipt_ns
+        step = STAMP_AHEAD_S * NS_PER_S
+        if self._offset_ns is not None and offset > self._offset_ns + step:
+            start, count = self._ahead if self._ahead else (offset, 0)
+            self._ahead = (start, count + 1) if abs(offset - start) <= step else (offset, 1)
+            if self._ahead[1] < CLOCK_STEP_MESSAGES:
+                raise BadMessageError(
+                    'stamp_ahead',
+                    f'{(offset - self._offset_ns) / NS_PER_S:.3f} s later, against the time it '
+                    f'came, than the stamps before it on {self.topic}',
+                )
+        self._ahead = None
         if self.last_ns is not None and stamp_ns <= self.last_ns:
+            behind = (self.last_ns - stamp_ns) / NS_PER_S
+            hint = ''
+            if behind > STAMP_AHEAD_S:
+                hint = (
+                    ': every message is skipped until the stamps pass the last one written (a '
+                    'clock stepped back? a new recorder records from the new time)'
+                )
             raise BadMessageError(
-                'stamp_not_increasing', f'{stamp_ns} ns after {self.last_ns} ns on {self.topic}'
+                'stamp_not_increasing',
+                f'{stamp_ns} ns, {behind:.3f} s before the last written on {self.topic}{hint}',
             )
 
-    def wrote(self, stamp_ns: int) -> None:
+    def wrote(self, stamp_ns: int, receipt_ns: int) -> None:
         if self.last_ns is None:
             self.first_ns = stamp_ns
         else:
             self._intervals.append(stamp_ns - self.last_ns)
         self.last_ns = stamp_ns
         self.written += 1
+        offset = stamp_ns - receipt_ns
+        # The least delayed message sets it: a late one must not make the next on time look
+        # ahead. A confirmed step forward moves it on.
+        self._offset_ns = offset if self._offset_ns is None else max(self._offset_ns, offset)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1

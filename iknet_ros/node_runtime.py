@@ -20,6 +20,7 @@ RCLError from a wait set made just after the context went invalid; both are a no
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -31,6 +32,7 @@ from rclpy.node import Node
 from rclpy.signals import uninstall_signal_handlers
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+HANGUP = getattr(signal, 'SIGHUP', None)  # none on Windows
 SPIN_PERIOD_S = 0.1  # the longest wait before a node checks it should stop
 
 N = TypeVar('N', bound=Node)
@@ -44,18 +46,26 @@ class StopSignals:
         self.starting = True
         for number in STOP_SIGNALS:
             signal.signal(number, self._on_signal)
+        # A closed terminal or a lost ssh session (SIGHUP) ends a node as SIGTERM does, with its
+        # tear-down: by default it killed a recording before its last flush. Unless the process
+        # was started to ignore it (nohup).
+        if HANGUP is not None and signal.getsignal(HANGUP) is not signal.SIG_IGN:
+            signal.signal(HANGUP, self._on_hangup)
 
     def _on_signal(self, number: int, frame: object) -> None:
         self.received = True
         if self.starting:
             raise KeyboardInterrupt  # still starting: stop now
 
+    def _on_hangup(self, number: int, frame: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # rclpy's handler and ours, as for SIGTERM
+
     def ignore(self) -> None:
         """Nothing may interrupt the tear-down from here: not rclpy's handler, not Python's (a
         signal that came before may still be pending: it only counts as received)."""
         self.starting = False
         uninstall_signal_handlers()
-        for number in STOP_SIGNALS:
+        for number in (*STOP_SIGNALS, *([HANGUP] if HANGUP is not None else [])):
             signal.signal(number, signal.SIG_IGN)
 
 

@@ -206,26 +206,26 @@ def _convert(
                         record = joint_state_record(
                             message, log_time_ns, chain.joint_names, joint_names
                         )
-                        joint_stats.check_order(record.stamp_ns)
+                        joint_stats.check_order(record.stamp_ns, log_time_ns)
                         if joint_writer is None:  # the first good message fixes the joint set
                             joint_names = record.names
                             joint_writer = DurableCsvWriter.create(
                                 joint_path, joint_states_columns(len(record.names))
                             )
                         joint_writer.write(record.row)
-                        joint_stats.wrote(record.stamp_ns)
+                        joint_stats.wrote(record.stamp_ns, log_time_ns)
                         if pose_topic is None:
                             pose = legacy_pose(record.chain_positions, chain).tolist()
                             pose_writer.write(pose_row(record.stamp_ns, '', [*pose, 0, 0, 0]))
-                            pose_stats.wrote(record.stamp_ns)
+                            pose_stats.wrote(record.stamp_ns, log_time_ns)
                     else:
                         values = kinematics_pose_values(message)
                         pose_has_header = has_header(type(message))
                         frame = message.header.frame_id if pose_has_header else ''
                         stamp = message_stamp_ns(message, log_time_ns)
-                        pose_stats.check_order(stamp)
+                        pose_stats.check_order(stamp, log_time_ns)
                         pose_writer.write(pose_row(stamp, frame, values))
-                        pose_stats.wrote(stamp)
+                        pose_stats.wrote(stamp, log_time_ns)
                 except BadMessageError as bad:
                     stats = joint_stats if connection.topic == joints_topic else pose_stats
                     stats.skip(bad.reason)

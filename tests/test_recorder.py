@@ -23,10 +23,11 @@ from iknet_collect.message_rows import (
     joint_state_record,
     message_stamp_ns,
 )
-from iknet_collect.stream_stats import StreamStats
+from iknet_collect.stream_stats import CLOCK_STEP_MESSAGES, StreamStats
 from iknet_core.csv_schema import KINEMATICS_POSE_COLUMNS, joint_states_columns
 from iknet_core.kinematics import OMX_CHAIN, Chain, pose_from_joints
 from iknet_core.kinematics.transforms import canonical_quaternion
+from iknet_train.data import load_recording
 
 JOINT_HEADER = list(joint_states_columns(5))
 POSE_HEADER = list(KINEMATICS_POSE_COLUMNS)
@@ -98,13 +99,28 @@ def test_nan_beyond_the_chains_positions_is_an_empty_field_not_a_skipped_message
         (_joint_state(effort=[0.0] * 3), 'wrong_length'),
         (JointState(name=NAMES, position=[0.0] * 4), 'wrong_length'),
         (JointState(name=['joint1', 'gripper'], position=[0.0, 0.0]), 'missing_joints'),
-        (JointState(name=[*NAMES, 'joint5'], position=[0.0] * 6), 'joint_names_changed'),
     ],
 )
 def test_bad_joint_states_are_refused_with_a_reason(message, reason):
     with pytest.raises(BadMessageError) as error:
         joint_state_record(message, 1, OMX_CHAIN.joint_names, tuple(NAMES))
     assert error.value.reason == reason
+
+
+def test_another_joint_set_is_written_in_the_first_messages_joints():
+    # The gripper's driver gone halfway through a recording: every later joint state was skipped.
+    arm = JointState(name=NAMES[:4], position=[0.1, 0.2, 0.3, 0.4], velocity=[0.0, 0.5, 0.0, 0.0])
+    record = joint_state_record(arm, 1, OMX_CHAIN.joint_names, tuple(NAMES))
+    assert record.joints_changed and len(record.row) == len(JOINT_HEADER)
+    assert record.row[3:8] == NAMES and record.row[8:13] == ['0.1', '0.2', '0.3', '0.4', '']
+    assert record.row[13:18] == ['0.0', '0.5', '0.0', '0.0', ''] and record.row[18:] == [''] * 5
+    # A joint the first message did not have: left out of the row.
+    more = JointState(name=[*NAMES, 'joint5'], position=[0.1, 0.2, 0.3, 0.4, 0.01, 9.0])
+    record = joint_state_record(more, 1, OMX_CHAIN.joint_names, tuple(NAMES))
+    assert record.row[3:8] == NAMES and record.row[8:13] == ['0.1', '0.2', '0.3', '0.4', '0.01']
+    assert not joint_state_record(
+        _joint_state(), 1, OMX_CHAIN.joint_names, tuple(NAMES)
+    ).joints_changed
 
 
 def test_the_same_joints_in_another_order_are_recorded_as_they_come():
@@ -119,13 +135,49 @@ def test_the_same_joints_in_another_order_are_recorded_as_they_come():
 def test_stream_stats_counts_gaps_and_refuses_stamps_going_back():
     stats = StreamStats('/joint_states')
     for stamp in [0, 10, 20, 30, 60, 70]:
-        stats.wrote(stamp * 10**6)
+        stats.wrote(stamp * 10**6, stamp * 10**6)
     with pytest.raises(BadMessageError, match='stamp_not_increasing'):
-        stats.check_order(70 * 10**6)
+        stats.check_order(70 * 10**6, 80 * 10**6)
     summary = stats.summary()
     assert summary['written'] == 6 and summary['gaps'] == 1
     assert summary['largest_gaps'][0] == {'after_stamp': 0.03, 'length_s': 0.03}
     assert summary['rate_hz'] == pytest.approx(5 / 0.07)
+
+
+def test_a_stamp_far_ahead_is_skipped_alone_unless_the_clock_stepped():
+    # Stamps from the publisher's clock, 2 s behind the recorder's; 10 ms apart.
+    stats, ms = StreamStats('/joint_states'), 10**6
+    clock = 1_000_000 * ms
+
+    def offer(stamp: int, receipt: int) -> str:
+        try:
+            stats.check_order(stamp, receipt)
+        except BadMessageError as bad:
+            stats.skip(bad.reason)
+            return bad.reason
+        stats.wrote(stamp, receipt)
+        return 'written'
+
+    for tick in range(5):
+        assert offer(clock - 2000 * ms + 10 * tick * ms, clock + 10 * tick * ms) == 'written'
+    # One stamp an hour ahead: skipped, and the messages after it are written (before, every
+    # later one was 'stamp_not_increasing': the rest of the recording lost).
+    assert offer(clock + 3600_000 * ms, clock + 50 * ms) == 'stamp_ahead'
+    for tick in range(6, 10):
+        assert offer(clock - 2000 * ms + 10 * tick * ms, clock + 10 * tick * ms) == 'written'
+    # Late messages (a stall) have stamps further behind: written.
+    assert offer(clock - 2000 * ms + 100 * ms, clock + 900 * ms) == 'written'
+    # The publisher's clock steps 60 s forward: CLOCK_STEP_MESSAGES in a row agree, and the
+    # stream goes on from there.
+    reasons = [
+        offer(clock + 58_000 * ms + 10 * tick * ms, clock + 10 * tick * ms)
+        for tick in range(100, 100 + CLOCK_STEP_MESSAGES + 3)
+    ]
+    assert reasons == ['stamp_ahead'] * (CLOCK_STEP_MESSAGES - 1) + ['written'] * 4
+    assert stats.skipped == {'stamp_ahead': CLOCK_STEP_MESSAGES}
+    # Far behind the last written stamp: skipped, with what to do about it.
+    with pytest.raises(BadMessageError, match='a new recorder records from the new time'):
+        stats.check_order(clock, clock + 2000 * ms)
 
 
 def test_recording_dir_is_never_reused(tmp_path):
@@ -218,12 +270,18 @@ def _rows(path: Path) -> int:
     return len(read_csv(path)[1]) if path.exists() else 0
 
 
-@pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signal_mid_recording_leaves_complete_files(processes, tmp_path, signal_number):
     start_sim(processes, tmp_path, torque_enabled=False)
-    recorder = start_recorder(
-        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
-    )
+    # SIGHUP (a closed terminal) as a user's shell leaves it, whatever this test runs under
+    # (nohup ignores it, and the recorder then keeps it ignored).
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        recorder = start_recorder(
+            processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
+        )
+    finally:
+        signal.signal(signal.SIGHUP, hangup)
     directory = tmp_path / 'out' / 'run'
     wait_for(lambda: _rows(directory / 'joint_states.csv') > 100, NODE_START_S, 'rows on disk')
     os.kill(recorder.pid, signal_number)
@@ -312,6 +370,7 @@ def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
         joint_state(7, names=['joint1', 'joint2', 'joint4', 'gripper'], position=[0.0] * 4)
     )
     joints.publish(joint_state(2))  # stamp going back
+    joints.publish(joint_state(8, names=NAMES[:4], position=[0.8, 0.0, 0.0, 0.0]))  # no gripper
     poses.publish(pose(5, xyz=(math.inf, 0.0, 0.0)))
     poses.publish(pose(6, quaternion=(0.0, 0.0, 0.0, 0.0)))
     poses.publish(pose(1))  # stamp going back
@@ -322,7 +381,7 @@ def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
     directory = tmp_path / 'out' / 'run'
     wait_for(
         lambda: (
-            _rows(directory / 'joint_states.csv') == 10
+            _rows(directory / 'joint_states.csv') == 11
             and _rows(directory / 'kinematics_pose.csv') == 10
         ),
         15,
@@ -343,7 +402,13 @@ def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
         'bad_quaternion': 1,
         'stamp_not_increasing': 1,
     }
-    assert 'skipped a message' in (tmp_path / 'recorder.log').read_text()
+    log = (tmp_path / 'recorder.log').read_text()
+    assert 'skipped a message' in log and 'written in the first ones' in log
+    # The row without the gripper, in the header's joints, reads as the others do.
+    recording = load_recording(
+        directory / 'kinematics_pose.csv', directory / 'joint_states.csv', OMX_CHAIN
+    )
+    assert len(recording) == 10  # each pose paired by its stamp
 
 
 def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
@@ -401,6 +466,27 @@ def test_joint_states_with_no_pose_on_the_topic_get_a_warning(processes, tmp_pat
         f'the recorder to warn of no pose ({log})',
     )
     assert 'records with pose_source fk' in log.read_text()
+
+
+def test_poses_with_no_joint_state_and_two_publishers_of_a_topic_get_warnings(
+    processes, ros, tmp_path
+):
+    # A joint_states_topic with a typo recorded a whole session of poses alone, without a word;
+    # a second publisher of a topic mixes its messages into the recording.
+    start_sim(processes, tmp_path, torque_enabled=False)
+    node = ros.node('second_pose_publisher')
+    node.create_publisher(KinematicsPose, 'kinematics_pose', QoSProfile(depth=10))
+    start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run',
+        joint_states_topic='/omx/joint_states',
+    )  # fmt: skip
+    log = tmp_path / 'recorder.log'
+    wait_for(
+        lambda: 'and nothing on /omx/joint_states in 5 s (0 publishers of it)' in log.read_text(),
+        NODE_START_S,
+        f'the recorder to warn of no joint state ({log})',
+    )
+    assert '2 publishers on /kinematics_pose' in log.read_text()
 
 
 def test_refuses_a_used_or_unwritable_directory(processes, tmp_path):
