@@ -143,11 +143,8 @@ class Recorder(Node):
         # timer of its own ends it on time, not at the next flush (up to flush_period later).
         self.duration_timer: Timer | None = None
         self.topics = {'joint_states': joint_topic}
-        self.pose_writer = DurableCsvWriter.create(
-            self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
-        )
-        self.write_metadata('recording')
-
+        if self.pose_source == 'topic':
+            self.topics['kinematics_pose'] = pose_topic
         qos = QoSProfile(
             history=HistoryPolicy.KEEP_LAST,
             depth=QUEUE_DEPTH,
@@ -156,9 +153,17 @@ class Recorder(Node):
             else ReliabilityPolicy.BEST_EFFORT,
         )
         self.qos = {'reliability': reliability, 'depth': QUEUE_DEPTH}
+        # Poses whose header stamp was zero, stamped on receipt: where all are, the loader pairs
+        # them as it does header-less ones (metadata pose_stamp 'receipt').
+        self.poses_on_receipt = 0
+        self.pose_writer = DurableCsvWriter.create(
+            self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
+        )
+        # Whole from the start: a recording killed before it finishes keeps this one.
+        self.write_metadata('recording')
+
         self.create_subscription(JointState, joint_topic, self.on_joint_state, qos)
         if self.pose_source == 'topic':
-            self.topics['kinematics_pose'] = pose_topic
             self.create_subscription(KinematicsPose, pose_topic, self.on_pose, qos)
         self.create_timer(flush_period, self.on_timer)
         self.get_logger().info(
@@ -180,6 +185,7 @@ class Recorder(Node):
                 self.joint_writer = DurableCsvWriter.create(
                     self.directory / JOINT_STATES_FILE, joint_states_columns(len(record.names))
                 )
+                self.write_metadata('recording')  # with the joint names, should it be killed
             self.joint_writer.write(record.row)
             self.joint_stats.wrote(record.stamp_ns, receipt)
             if record.joints_changed:
@@ -210,6 +216,7 @@ class Recorder(Node):
             frame_id = message.header.frame_id if has_header(type(message)) else ''
             self.pose_writer.write(pose_row(stamp, frame_id, values))
             self.pose_stats.wrote(stamp, receipt)
+            self.poses_on_receipt += stamp == receipt
             self.saw_message()
         except BadMessageError as bad:
             self.skip(self.pose_stats, bad)
@@ -313,7 +320,7 @@ class Recorder(Node):
             'topics': self.topics,
             'qos': getattr(self, 'qos', None),
             'pose_source': self.pose_source,
-            'pose_stamp': self.pose_stamp_source,
+            'pose_stamp': self.pose_stamp(),
             'chain': self.chain.to_dict(),
             'joint_names': list(self.joint_names or ()),
             'start': self.started,
@@ -330,6 +337,13 @@ class Recorder(Node):
                 'ros_time': self.get_clock().now().nanoseconds / 1e9,
             }
         write_json_atomic(self.directory / METADATA_FILE, data)
+
+    def pose_stamp(self) -> str:
+        """metadata's pose_stamp: 'receipt' also where every pose's header stamp was zero."""
+        written = self.pose_stats.written
+        if self.pose_source == 'topic' and written and self.poses_on_receipt == written:
+            return 'receipt'
+        return self.pose_stamp_source
 
     def finish(self) -> None:
         """Flush and close both files, write the final metadata and report the counts."""

@@ -334,6 +334,11 @@ def test_sigkill_loses_at_most_the_last_second(processes, ros, tmp_path):
     assert len(older) > 100
     missing = [s for s in older if s not in recorded]
     assert not missing, f'{len(missing)} rows older than 1 s lost'
+    # The metadata a kill leaves says what was recorded: both topics, the QoS, the joints.
+    metadata = _metadata(tmp_path / 'out' / 'run')
+    assert metadata['status'] == 'recording' and metadata['qos']['reliability'] == 'reliable'
+    assert set(metadata['topics']) == {'joint_states', 'kinematics_pose'}
+    assert metadata['joint_names'] == NAMES
 
 
 def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
@@ -409,6 +414,28 @@ def test_malformed_messages_are_counted_and_skipped(processes, ros, tmp_path):
         directory / 'kinematics_pose.csv', directory / 'joint_states.csv', OMX_CHAIN
     )
     assert len(recording) == 10  # each pose paired by its stamp
+
+
+def test_poses_whose_header_stamps_are_zero_are_paired_as_stamped_on_receipt(
+    processes, ros, tmp_path
+):
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run'
+    )
+    node = ros.node('unstamped_publisher')
+    poses = node.create_publisher(KinematicsPose, 'kinematics_pose', QoSProfile(depth=100))
+    assert ros.spin_until(lambda: poses.get_subscription_count() > 0, 15.0)
+    ros.spin_until(lambda: False, 0.5)  # let both sides finish matching
+    for _ in range(5):
+        message = KinematicsPose()  # stamp zero
+        message.pose.orientation.w = 1.0
+        poses.publish(message)
+    path = tmp_path / 'out' / 'run' / 'kinematics_pose.csv'
+    wait_for(lambda: _rows(path) == 5, 15, 'the poses on disk')
+    recorder.send_signal(signal.SIGINT)
+    assert recorder.wait(timeout=15) == 0
+    # 'header' made the loader pair them within 2 ms of a joint state's own stamp.
+    assert _metadata(tmp_path / 'out' / 'run')['pose_stamp'] == 'receipt'
 
 
 def test_pose_source_fk_gives_the_same_csvs(processes, tmp_path):
