@@ -38,6 +38,29 @@ def signals_as_interrupt(
             signal.signal(number, handler)
 
 
+@contextmanager
+def signals_held(
+    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+) -> Iterator[None]:
+    """Within it, each of signals only waits; as it ends, those that came are raised again, to
+    the handlers from before: for a write that must be whole (a training snapshot). Handlers,
+    not a signal mask: a mask holds a signal back from the main thread only, and Python runs
+    its handlers there whichever thread the signal reached. Main thread only."""
+    came: list[int] = []
+    previous = {
+        number: signal.signal(number, lambda number, frame: came.append(number))
+        for number in signals
+        if signal.getsignal(number) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in came:
+            signal.raise_signal(number)
+
+
 def exits_on_interrupt(prog: str, left: str = 'nothing was written') -> Callable[[Main], Main]:
     """A tool's main that Ctrl-C or SIGTERM ends with one line, '{prog}: interrupted; {left}',
     and the shell's status (128 + the signal), not a traceback. left: what the work leaves (a

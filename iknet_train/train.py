@@ -7,6 +7,7 @@ validation loss, log, progress, loss plot, snapshots for --resume).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -32,7 +33,7 @@ from iknet_core.checkpoint import (
     save_checkpoint,
 )
 from iknet_core.device import DEVICES, resolve_device
-from iknet_core.interrupts import signals_as_interrupt
+from iknet_core.interrupts import signals_as_interrupt, signals_held
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import (
     DEFAULT_MODEL_TYPE,
@@ -728,7 +729,11 @@ def train(
                 # wrote over it instead of keeping it aside).
                 write_run_record(args.out / SNAPSHOT_FILE, record, finished=False)
                 recorded = True
-            with manager.run_iteration():
+            # The epoch's last iteration ends with its validation, its line, its plot and its
+            # snapshot: a Ctrl-C there (where people press it, seeing the line) waits until
+            # the snapshot is on disk; it cut the write short, and the run lost the epoch.
+            held = signals_held() if index == iters_per_epoch - 1 else contextlib.nullcontext()
+            with held, manager.run_iteration():
                 batch = order[index * batch_size : (index + 1) * batch_size]
                 with torch.autocast(
                     device.type, dtype=AMP_DTYPES.get(args.amp), enabled=args.amp != 'off'

@@ -26,3 +26,17 @@ def test_the_benchmarks_are_interruptible(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(path_bench, 'run', interrupted)
     assert path_bench.main(['--chains', 'omx', '--out', str(tmp_path)]) == 128 + signal.SIGINT
     assert capsys.readouterr().err == 'iknet-path-bench: interrupted; nothing was written\n'
+
+
+def test_signals_held_wait_for_the_end_of_a_write():
+    import pytest
+
+    from iknet_core.interrupts import signals_held
+
+    written = []
+    # Python's own SIGINT handler raises, once the write is done.
+    with pytest.raises(KeyboardInterrupt), signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        written.append('whole')  # the signal came mid-write: the write goes on
+    assert written == ['whole']
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
