@@ -56,7 +56,7 @@ WARNING_PERIOD_S = 5.0
 # Joint states this long with no pose on the pose topic get a warning (once): an arm without
 # /kinematics_pose, recorded without pose_source fk, records nothing to train on. So do poses
 # with no joint state (a joint_states_topic with a typo recorded a whole session of nothing).
-NO_POSE_WARNING_S = 5.0
+SILENT_STREAM_WARNING_S = 5.0
 
 
 def _now_iso() -> str:
@@ -246,24 +246,8 @@ class Recorder(Node):
             self.sync()
         except RecordingError as error:
             self.fail(error)
-        self.warn_if_no_pose()
-        self.warn_if_no_joint_state()
+        self.warn_of_a_silent_stream()
         self.warn_of_publishers()
-
-    def warn_if_no_joint_state(self) -> None:
-        """Once, where poses have come for NO_POSE_WARNING_S and no joint state has."""
-        first, topic = self.pose_stats.first_ns, self.joint_stats.topic
-        if self.pose_source != 'topic' or self.no_joint_state_warned or first is None:
-            return
-        if self.joint_stats.written or self.joint_stats.skipped:
-            return
-        if self.pose_stats.last_ns - first >= NO_POSE_WARNING_S * 1e9:
-            self.no_joint_state_warned = True
-            self.get_logger().warning(
-                f'{self.pose_stats.written} poses and nothing on {topic} in '
-                f'{NO_POSE_WARNING_S:g} s ({self.count_publishers(topic)} publishers of it): is '
-                'joint_states_topic right?'
-            )
 
     def warn_of_publishers(self) -> None:
         """Once per topic, where more than one node publishes it: their messages go into one
@@ -279,21 +263,35 @@ class Recorder(Node):
                     "beside the arm, mixes its messages into this recording's)"
                 )
 
-    def warn_if_no_pose(self) -> None:
-        """Once, where joint states have come for NO_POSE_WARNING_S and no pose has."""
-        first = self.joint_stats.first_ns
-        if self.pose_source != 'topic' or self.no_pose_warned or first is None:
-            return
-        if self.pose_stats.written or self.pose_stats.skipped:
-            return
-        if self.joint_stats.last_ns - first >= NO_POSE_WARNING_S * 1e9:
+    def warn_of_a_silent_stream(self) -> None:
+        """Once each, where one of the two streams has come for SILENT_STREAM_WARNING_S and the
+        other has not: an arm without /kinematics_pose (recorded without pose_source fk), or a
+        joint_states_topic typo, records nothing to train on."""
+        if not self.no_pose_warned and self.alone(self.joint_stats, self.pose_stats):
             self.no_pose_warned = True
             self.get_logger().warning(
                 f'{self.joint_stats.written} joint states and nothing on '
-                f'{self.topics["kinematics_pose"]} in {NO_POSE_WARNING_S:g} s: an arm without it '
-                'records with pose_source fk (poses by FK of the joint states, with its urdf, '
-                'base_link and tip_link)'
+                f'{self.topics["kinematics_pose"]} in {SILENT_STREAM_WARNING_S:g} s: an arm '
+                'without it records with pose_source fk (poses by FK of the joint states, with '
+                'its urdf, base_link and tip_link)'
             )
+        if not self.no_joint_state_warned and self.alone(self.pose_stats, self.joint_stats):
+            self.no_joint_state_warned = True
+            topic = self.joint_stats.topic
+            self.get_logger().warning(
+                f'{self.pose_stats.written} poses and nothing on {topic} in '
+                f'{SILENT_STREAM_WARNING_S:g} s ({self.count_publishers(topic)} publishers of '
+                'it): is joint_states_topic right?'
+            )
+
+    def alone(self, heard: StreamStats, silent: StreamStats) -> bool:
+        """Whether heard's stamps span SILENT_STREAM_WARNING_S with nothing from silent (with
+        poses from their topic: FK poses come with each joint state)."""
+        if self.pose_source != 'topic' or heard.first_ns is None or silent.written:
+            return False
+        return (
+            not silent.skipped and heard.last_ns - heard.first_ns >= SILENT_STREAM_WARNING_S * 1e9
+        )
 
     def sync(self) -> None:
         self.pose_writer.sync()

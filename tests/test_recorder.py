@@ -486,13 +486,8 @@ def test_joint_states_with_no_pose_on_the_topic_get_a_warning(processes, tmp_pat
     # An arm without /kinematics_pose recorded from that topic: nothing to train on.
     start_sim(processes, tmp_path, torque_enabled=False, publish_kinematics_pose=False)
     start_recorder(processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run')
-    log = tmp_path / 'recorder.log'
-    wait_for(
-        lambda: 'and nothing on /kinematics_pose in 5 s' in log.read_text(),
-        NODE_START_S,
-        f'the recorder to warn of no pose ({log})',
-    )
-    assert 'records with pose_source fk' in log.read_text()
+    log = _logged(tmp_path / 'recorder.log', 'and nothing on /kinematics_pose in 5 s')
+    assert 'records with pose_source fk' in log
 
 
 def test_poses_with_no_joint_state_and_two_publishers_of_a_topic_get_warnings(
@@ -507,13 +502,16 @@ def test_poses_with_no_joint_state_and_two_publishers_of_a_topic_get_warnings(
         processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run',
         joint_states_topic='/omx/joint_states',
     )  # fmt: skip
-    log = tmp_path / 'recorder.log'
-    wait_for(
-        lambda: 'and nothing on /omx/joint_states in 5 s (0 publishers of it)' in log.read_text(),
-        NODE_START_S,
-        f'the recorder to warn of no joint state ({log})',
+    log = _logged(
+        tmp_path / 'recorder.log', 'and nothing on /omx/joint_states in 5 s (0 publishers of it)'
     )
-    assert '2 publishers on /kinematics_pose' in log.read_text()
+    assert '2 publishers on /kinematics_pose' in log
+
+
+def _logged(log: Path, text: str) -> str:
+    """The node's log once it holds text (NODE_START_S at most)."""
+    wait_for(lambda: text in log.read_text(), NODE_START_S, f'{text!r} in {log}')
+    return log.read_text()
 
 
 def test_refuses_a_used_or_unwritable_directory(processes, tmp_path):
