@@ -392,10 +392,16 @@ def ask_seeded(node: Node, client, request, timeout_s: float):
     answer = call(node, client, request, timeout_s, resend_after_s=1.0)
     names = list(answer.solutions[0].name) if answer and answer.solutions else []
     has_arm = lambda state: set(names) <= set(state.name)  # noqa: E731
-    present = joint_state(node, min(timeout_s, JOINT_STATES_DISCOVERY_S), has_arm)
+    wait_s = min(timeout_s, JOINT_STATES_DISCOVERY_S)
+    present = joint_state(node, wait_s, has_arm)
     if names and present is not None:
         request.seed = present
         answer = call(node, client, request, timeout_s, resend_after_s=1.0)
+    elif names:
+        print(
+            f"note: /joint_states did not name all of the arm's joints {names} within "
+            f"{wait_s:g} s: solved without the arm's joints"
+        )
     return answer
 
 
