@@ -94,3 +94,13 @@ finetune_study = _command(TOOLS['iknet-finetune-study'])
 tune = _command(TOOLS['iknet-tune'])
 path_bench = _command(TOOLS['iknet-path-bench'])
 sample_bench = _command(TOOLS['iknet-sample-bench'])
+
+
+def failed(prog: str, error: Exception) -> int:
+    """A tool's end on an error it refuses with: one line, 'prog: error: ...', and status 1. A
+    closed pipe (`| head`) is no error of the tool's: raised on to run(), which ends as a shell
+    tool does (tools catch OSError for files they cannot read or write; a broken pipe is one)."""
+    if isinstance(error, BrokenPipeError):
+        raise error
+    print(f'{prog}: error: {error}', file=sys.stderr)
+    return 1

@@ -29,6 +29,7 @@ from sensor_msgs.msg import JointState
 from iknet.srv import SolveIK
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.csv_schema import KINEMATICS_POSE_FILE, POSE_COLUMNS
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics import OMX_CHAIN, Chain, pose_from_joints
 from iknet_core.resources import TEST_DATA, installed_executable, shipped
@@ -234,8 +235,7 @@ def bench(args: argparse.Namespace) -> int:
     try:
         requests = bench_requests(args.model, args.requests)
     except (ValueError, OSError) as error:  # a model it cannot read: before any server starts
-        print(f'service_bench: error: {error}', file=sys.stderr)
-        return 1
+        return failed('service_bench', error)
     with running(commands) as servers:
         result = measure(requests, servers)
     trivial, served, compute = result['trivial'], result['ik_server'], result['compute']

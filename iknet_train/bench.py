@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.device import DEVICES
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -163,8 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda path: plot_bench(path, report, errors),
         )  # fmt: skip
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-bench: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-bench', error)
     return 0
 
 

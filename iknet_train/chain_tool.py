@@ -9,6 +9,7 @@ import math
 import sys
 from collections.abc import Sequence
 
+from iknet_core.entry import failed
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.kinematics.urdf import chain_to_urdf
 from iknet_core.output_paths import output_file
@@ -55,8 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         chain = chain_from_args(args) or OMX_CHAIN
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-chain: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-chain', error)
     print(json.dumps(chain.to_dict(), indent=2) if args.json else describe(chain))
     if args.write_urdf is not None:
         args.write_urdf.parent.mkdir(parents=True, exist_ok=True)

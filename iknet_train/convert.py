@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from iknet_core.csv_schema import METADATA_FILE
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN
 from iknet_core.output_paths import output_dir
@@ -38,8 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f'{args.out_dir}: write the CSVs beside the bag, not into it')
         pose_csv, joint_csv = convert_bag(args.bag, args.out_dir, chain)
     except (BagError, ValueError, OSError) as error:  # OSError: a file that cannot be read
-        print(f'iknet-convert: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-convert', error)
     streams = json.loads((args.out_dir / METADATA_FILE).read_text())['streams']
     for name, counts in streams.items():
         skipped = f', skipped {counts["skipped"]}' if counts['skipped'] else ''

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from iknet_core.device import DEVICES
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import OMX_CHAIN, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -95,8 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = evaluate(args)
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-test: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-test', error)
     print(format_table(report))
     plots = '' if args.plots is None else f' and the plots in {args.plots}'
     print(f'wrote {args.json}{plots}')

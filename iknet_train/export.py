@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from iknet_core.checkpoint import load_checkpoint, partial_path
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.metrics import joint_differences
@@ -92,8 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.model, args.output, args.fp16, args.opset, args.check_samples, args.seed
         )
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-export: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-export', error)
     largest = ', '.join(f'{value:.3g} {unit}' for unit, value in differences.items())
     tolerance = ' / '.join(f'{CHECK_TOLERANCE[unit]:g} {unit}' for unit in differences)
     reference = 'the float32 network in torch' if args.fp16 else 'torch'

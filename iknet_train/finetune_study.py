@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.transforms import matrix_from_quaternion
@@ -208,8 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f'--scale must be in (0, 1), got {args.scale}')
         results = run(args)
     except (ValueError, OSError, RuntimeError) as error:
-        print(f'iknet-finetune-study: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-finetune-study', error)
     count = args.compare_at
     rows = headline(results, count)
     width = max(len(label) for label, _ in rows)

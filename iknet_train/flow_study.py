@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from iknet_core.checkpoint import Checkpoint, load_checkpoint
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain
 from iknet_core.kinematics.robots import named_chain
@@ -95,8 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             raise ValueError(f'{args.mixture} is not a mixture model of {chain.name} whole poses')
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read
-        print(f'python -m iknet_train.flow_study: error: {error}', file=sys.stderr)
-        return 1
+        return failed('python -m iknet_train.flow_study', error)
     one_thread()
     torch.manual_seed(0)
     ranges = training_ranges(chain, mixture)

@@ -35,6 +35,7 @@ import torch
 
 from iknet_core.checkpoint import load_checkpoint
 from iknet_core.device import DEVICES, resolve_device, synchronize
+from iknet_core.entry import failed
 from iknet_core.interrupts import exits_on_interrupt
 from iknet_core.kinematics.chain import Chain, model_chain_for
 from iknet_core.kinematics.fk import joint_frames
@@ -144,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report, figure = run(args)
         write_report(args.out, REPORT_NAMES, report, format_markdown(report), figure)
     except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-        print(f'iknet-sample-bench: error: {error}', file=sys.stderr)
-        return 1
+        return failed('iknet-sample-bench', error)
     return 0
 
 

@@ -33,6 +33,7 @@ from iknet_core.checkpoint import (
     save_checkpoint,
 )
 from iknet_core.device import DEVICES, resolve_device
+from iknet_core.entry import failed
 from iknet_core.interrupts import signals_as_interrupt, signals_held
 from iknet_core.kinematics.chain import OMX_CHAIN, Chain
 from iknet_core.networks import (
@@ -271,8 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             train(args, command=shlex.join(['iknet-train', *argv]), signalled=signalled)
         except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-            print(f'iknet-train: error: {error}', file=sys.stderr)
-            return 1
+            return failed('iknet-train', error)
         except KeyboardInterrupt:
             print(f'iknet-train: {interrupted(args, started)}', file=sys.stderr)
             return 128 + stopped_by[-1]

@@ -32,6 +32,7 @@ import pytorch_pfn_extras as ppe
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError  # optuna's RDB storage runs on it
 
 from iknet_core.checkpoint import load_checkpoint
+from iknet_core.entry import failed
 from iknet_core.interrupts import signals_as_interrupt
 from iknet_core.output_paths import output_dir, output_file
 from iknet_train.cli import HelpFormatter, chain_from_args
@@ -330,8 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 catch=TRIAL_ERRORS,
             )
         except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
-            print(f'iknet-tune: error: {error}', file=sys.stderr)
-            return 1
+            return failed('iknet-tune', error)
         except KeyboardInterrupt:
             print(
                 f'iknet-tune: interrupted; the study {args.study_name!r} in {args.storage} keeps '

@@ -212,3 +212,15 @@ def test_a_command_whose_reader_went_ends_without_a_traceback(tmp_path):
     text = (tmp_path / 'stderr').read_text()
     assert 'Traceback' not in text and 'BrokenPipeError' not in text, text
     assert process.returncode == 128 + signal.SIGPIPE
+
+
+def test_a_tool_refusing_an_error_ends_with_one_line_but_a_closed_pipe_is_raised_on(capsys):
+    # Tools catch OSError for files they cannot read or write: a broken pipe is one, and was
+    # reported as 'error: [Errno 32] Broken pipe' with status 1 instead of ending as `| head`
+    # expects (the front door's 141).
+    from iknet_core.entry import failed
+
+    assert failed('iknet-bench', OSError('No space left on device')) == 1
+    assert capsys.readouterr().err == 'iknet-bench: error: No space left on device\n'
+    with pytest.raises(BrokenPipeError):
+        failed('iknet-bench', BrokenPipeError(32, 'Broken pipe'))
