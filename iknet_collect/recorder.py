@@ -153,9 +153,6 @@ class Recorder(Node):
             else ReliabilityPolicy.BEST_EFFORT,
         )
         self.qos = {'reliability': reliability, 'depth': QUEUE_DEPTH}
-        # Poses whose header stamp was zero, stamped on receipt: where all are, the loader pairs
-        # them as it does header-less ones (metadata pose_stamp 'receipt').
-        self.poses_on_receipt = 0
         self.pose_writer = DurableCsvWriter.create(
             self.directory / KINEMATICS_POSE_FILE, KINEMATICS_POSE_COLUMNS
         )
@@ -216,7 +213,8 @@ class Recorder(Node):
             frame_id = message.header.frame_id if has_header(type(message)) else ''
             self.pose_writer.write(pose_row(stamp, frame_id, values))
             self.pose_stats.wrote(stamp, receipt)
-            self.poses_on_receipt += stamp == receipt
+            if self.pose_stats.written == 1:
+                self.write_metadata('recording')  # how poses are stamped, should it be killed
             self.saw_message()
         except BadMessageError as bad:
             self.skip(self.pose_stats, bad)
@@ -258,9 +256,9 @@ class Recorder(Node):
             if count > 1 and topic not in self.publishers_warned:
                 self.publishers_warned.add(topic)
                 self.get_logger().warning(
-                    f'{count} publishers on {topic}: their messages are recorded as one stream '
-                    "(a gripper's driver beside the arm's is fine; another arm, or a bag played "
-                    "beside the arm, mixes its messages into this recording's)"
+                    f'{count} publishers on {topic}: their messages are recorded as one stream, '
+                    "by stamp (another arm's, or a bag's played beside the arm, mix into this "
+                    "recording's; a gripper's driver alone, without the arm's joints, is skipped)"
                 )
 
     def warn_of_a_silent_stream(self) -> None:
@@ -337,9 +335,9 @@ class Recorder(Node):
         write_json_atomic(self.directory / METADATA_FILE, data)
 
     def pose_stamp(self) -> str:
-        """metadata's pose_stamp: 'receipt' also where every pose's header stamp was zero."""
-        written = self.pose_stats.written
-        if self.pose_source == 'topic' and written and self.poses_on_receipt == written:
+        """metadata's pose_stamp: 'receipt' also where every pose's header stamp was zero (the
+        loader pairs such poses with the joint state before each, not within 2 ms)."""
+        if self.pose_source == 'topic' and self.pose_stats.all_on_receipt:
             return 'receipt'
         return self.pose_stamp_source
 

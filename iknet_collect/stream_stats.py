@@ -13,11 +13,13 @@ from iknet_collect.message_rows import NS_PER_S, BadMessageError
 GAP_FACTOR = 1.5
 LARGEST_GAPS_LISTED = 10
 # A stamp more than STAMP_AHEAD_S later, against the time it came, than the stream's stamps so
-# far is a bad stamp and skipped ('stamp_ahead'), unless CLOCK_STEP_MESSAGES in a row agree with
-# it: then the publisher's clock stepped forward, and the stream goes on from there. Written,
-# one stamp an hour ahead made every later message 'stamp_not_increasing': the rest of the
-# recording was lost. Late messages (a stall, a queue) come with stamps further behind, never
-# ahead, so they pass.
+# far (the first message's: than the time it came) is a bad stamp and skipped ('stamp_ahead'),
+# unless CLOCK_STEP_MESSAGES in a row agree with it: then the publisher's clock stepped forward
+# (or runs ahead of this machine's), and the stream goes on from there. Written, one stamp an
+# hour ahead made every later message 'stamp_not_increasing': the rest of the recording was
+# lost. Late messages (a stall, a queue) come with stamps further behind, never ahead, so they
+# pass. A message stamped on receipt (no stamp of its own) never confirms a step: in a stream
+# behind this clock (sim time, a replay), ten of them in a row would have moved it ahead for good.
 STAMP_AHEAD_S = 1.0
 CLOCK_STEP_MESSAGES = 10
 
@@ -30,24 +32,35 @@ class StreamStats:
         self.last_ns: int | None = None
         self.skipped: Counter[str] = Counter()
         self._intervals: list[int] = []
+        # Written messages stamped on receipt (no stamp of their own): where all are, a pose
+        # stream pairs as stamped on receipt (metadata pose_stamp).
+        self.on_receipt = 0
         # The latest stamp-minus-receipt of a written message, and of a run of messages ahead
         # of it (with its length): what STAMP_AHEAD_S and CLOCK_STEP_MESSAGES judge.
         self._offset_ns: int | None = None
         self._ahead: tuple[int, int] | None = None
 
+    @property
+    def all_on_receipt(self) -> bool:
+        """Whether every message written so far (one at least) was stamped on receipt."""
+        return 0 < self.written == self.on_receipt
+
     def check_order(self, stamp_ns: int, receipt_ns: int) -> None:
         """BadMessageError unless the stamp is later than the last written one, and not
-        ahead of the stream's stamps so far (STAMP_AHEAD_S) unless its clock stepped."""
+        ahead of the stream's stamps so far (STAMP_AHEAD_S) unless its clock stepped. A
+        message with no stamp of its own comes stamped receipt_ns."""
         offset = stamp_ns - receipt_ns
         step = STAMP_AHEAD_S * NS_PER_S
-        if self._offset_ns is not None and offset > self._offset_ns + step:
+        reference = 0 if self._offset_ns is None else self._offset_ns
+        if offset > reference + step:
             start, count = self._ahead if self._ahead else (offset, 0)
             self._ahead = (start, count + 1) if abs(offset - start) <= step else (offset, 1)
-            if self._ahead[1] < CLOCK_STEP_MESSAGES:
+            if offset == 0 or self._ahead[1] < CLOCK_STEP_MESSAGES:
                 raise BadMessageError(
                     'stamp_ahead',
-                    f'{(offset - self._offset_ns) / NS_PER_S:.3f} s later, against the time it '
-                    f'came, than the stamps before it on {self.topic}',
+                    f'{(offset - reference) / NS_PER_S:.3f} s later, against the time it came, '
+                    f'than {"the stamps before it" if self._offset_ns is not None else "that"} '
+                    f'on {self.topic}',
                 )
         self._ahead = None
         if self.last_ns is not None and stamp_ns <= self.last_ns:
@@ -55,8 +68,9 @@ class StreamStats:
             hint = ''
             if behind > STAMP_AHEAD_S:
                 hint = (
-                    ': every message is skipped until the stamps pass the last one written (a '
-                    'clock stepped back? a new recorder records from the new time)'
+                    ': every message is skipped until the stamps pass the last one written (the '
+                    "publisher's clock stepped back, or another publisher's stamps are older: "
+                    'a new recorder records from the new time)'
                 )
             raise BadMessageError(
                 'stamp_not_increasing',
@@ -71,6 +85,7 @@ class StreamStats:
         self.last_ns = stamp_ns
         self.written += 1
         offset = stamp_ns - receipt_ns
+        self.on_receipt += offset == 0
         # The least delayed message sets it: a late one must not make the next on time look
         # ahead. A confirmed step forward moves it on.
         self._offset_ns = offset if self._offset_ns is None else max(self._offset_ns, offset)

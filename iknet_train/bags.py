@@ -248,7 +248,9 @@ def _convert(
             'source_bag': str(Path(bag).resolve()),
             'topics': {'joint_states': joints_topic, 'kinematics_pose': pose_topic},
             'pose_source': 'topic' if pose_topic else 'fk',
-            'pose_stamp': _pose_stamp(pose_topic, pose_has_header),
+            'pose_stamp': _pose_stamp(
+                pose_topic, pose_has_header and not pose_stats.all_on_receipt
+            ),
             'chain': chain.to_dict(),
             'joint_names': list(joint_names or ()),
             'files': {'kinematics_pose': KINEMATICS_POSE_FILE, 'joint_states': JOINT_STATES_FILE},
@@ -261,13 +263,14 @@ def _convert(
     return pose_path, joint_path
 
 
-def _pose_stamp(pose_topic: str | None, pose_has_header: bool) -> str:
-    """metadata.json's pose_stamp, as the recorder writes it: a header-less KinematicsPose
-    (ROBOTIS's) is stamped with the bag's log time, its receipt, which the loader pairs with the
-    joint state before it (data.RECEIPT_LAG_S)."""
+def _pose_stamp(pose_topic: str | None, stamped: bool) -> str:
+    """metadata.json's pose_stamp, as the recorder writes it: poses without a stamp of their
+    own (a header-less KinematicsPose, ROBOTIS's; or every header stamp zero) are stamped with
+    the bag's log time, their receipt, which the loader pairs with the joint state before each
+    (data.RECEIPT_LAG_S)."""
     if pose_topic is None:
         return 'fk of joint_states'
-    return 'header, else the bag log time' if pose_has_header else 'receipt'
+    return 'header, else the bag log time' if stamped else 'receipt'
 
 
 def _one_topic(

@@ -618,9 +618,10 @@ def _chain_joints(path: Path, table: pd.DataFrame, chain: Chain) -> np.ndarray:
         entry = matches.argmax(1)
         for column_index in np.unique(entry):
             rows = entry == column_index
+            # This joint's rows alone: in the others the column holds another joint's value,
+            # which may be empty (a gripper's NaN; a joint the recorder had no value for).
             column = position_columns[column_index]
-            values = _numeric(path, table, [column])[:, 0]
-            joints[rows, index] = values[rows]
+            joints[rows, index] = _numeric(path, table[rows], [column])[:, 0]
     return joints
 
 

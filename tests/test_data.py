@@ -132,6 +132,26 @@ def test_joints_are_found_by_name_and_the_gripper_left_out(tmp_path: Path) -> No
     np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
 
 
+def test_a_column_another_row_leaves_empty_is_read_where_it_holds_a_chain_joint(
+    tmp_path: Path,
+) -> None:
+    # Rows with the gripper last and its value empty (the recorder had none), then rows in
+    # another order with an arm joint in that column: each row is read by its own names.
+    pose_csv, joint_csv, joints = recording_files(tmp_path)
+    table = pd.read_csv(joint_csv, dtype=str, keep_default_na=False)
+    assert (table['name4'] == 'gripper').all()
+    table.loc[:49, 'position4'] = ''
+    order = [4, 3, 2, 1, 0]
+    for block in ('name', 'position', 'velocity', 'effort'):
+        columns = [f'{block}{i}' for i in range(5)]
+        table.loc[50:, columns] = table.loc[50:, [f'{block}{i}' for i in order]].to_numpy()
+    table.to_csv(joint_csv, index=False)
+
+    recording = load_recording(pose_csv, joint_csv, OMX_CHAIN)
+
+    np.testing.assert_allclose(recording.joints, joints, atol=1e-12)
+
+
 def test_joints_in_degrees_or_of_another_arm_get_a_warning(tmp_path: Path, caplog) -> None:
     pose_csv, joint_csv, _ = recording_files(tmp_path)
     with caplog.at_level(logging.WARNING):

@@ -180,6 +180,27 @@ def test_a_stamp_far_ahead_is_skipped_alone_unless_the_clock_stepped():
         stats.check_order(clock, clock + 2000 * ms)
 
 
+def test_a_first_stamp_far_ahead_is_skipped_and_unstamped_messages_confirm_no_clock_step():
+    ms, clock = 10**6, 10**15
+    stats = StreamStats('/joint_states')
+    # The first message stamped an hour ahead of when it came: written, it made every later
+    # one 'stamp_not_increasing'.
+    with pytest.raises(BadMessageError, match=r'stamp_ahead: 3600\.000 s later, against the time'):
+        stats.check_order(clock + 3600_000 * ms, clock)
+    stats.check_order(clock - 5 * ms, clock)  # the stream's own: written
+    stats.wrote(clock - 5 * ms, clock)
+    # A stream behind this clock (sim time): messages stamped on receipt (no stamp of their
+    # own) are ahead of it, and never confirm a step however many come.
+    sim = StreamStats('/joint_states')
+    sim.wrote(5_000 * ms, clock)
+    for tick in range(1, 3 * CLOCK_STEP_MESSAGES):
+        receipt = clock + 10 * tick * ms
+        with pytest.raises(BadMessageError, match='stamp_ahead'):
+            sim.check_order(receipt, receipt)
+    sim.check_order(5_000 * ms + 10 * ms * 3 * CLOCK_STEP_MESSAGES, receipt + 10 * ms)
+    assert not sim.all_on_receipt and stats.on_receipt == 0
+
+
 def test_recording_dir_is_never_reused(tmp_path):
     first = create_recording_dir(tmp_path, 'a')
     (first / 'x').write_text('data')
@@ -432,6 +453,8 @@ def test_poses_whose_header_stamps_are_zero_are_paired_as_stamped_on_receipt(
         poses.publish(message)
     path = tmp_path / 'out' / 'run' / 'kinematics_pose.csv'
     wait_for(lambda: _rows(path) == 5, 15, 'the poses on disk')
+    # Said from the first pose on: a recording killed now would keep this metadata.
+    assert _metadata(tmp_path / 'out' / 'run')['pose_stamp'] == 'receipt'
     recorder.send_signal(signal.SIGINT)
     assert recorder.wait(timeout=15) == 0
     # 'header' made the loader pair them within 2 ms of a joint state's own stamp.
