@@ -6,13 +6,14 @@ thread (which wakes the executor) and then calls the Python handler installed be
 default one raises KeyboardInterrupt wherever the main thread is: half-way through a callback, in
 a file's close, in destroy_node; a recording then kept `status: recording`. So here:
 
-- while the node is being built, SIGINT or SIGTERM raises KeyboardInterrupt: nothing to save yet,
-  and a slow start-up stops at once. rclpy's handler may shut the context down before Python's
-  runs (it runs at the next check of the main thread), so a half-built node's next rclpy call
-  fails first: a build that fails on a context shut down is a stop too;
+- while the node is being built, SIGINT or SIGTERM (or SIGHUP, a closed terminal, sent on as
+  SIGTERM) raises KeyboardInterrupt: nothing to save yet, and a slow start-up stops at once.
+  rclpy's handler may shut the context down before Python's runs (it runs at the next check of
+  the main thread), so a half-built node's next rclpy call fails first: a build that fails on a
+  context shut down is a stop too;
 - while it spins, a signal only shuts the context down: the spin ends and the tear-down starts;
-- from the tear-down on, SIGINT and SIGTERM are ignored, so nothing interrupts the flush, the
-  metadata or destroy_node; the process is about to exit.
+- from the tear-down on, SIGINT, SIGTERM and SIGHUP are ignored, so nothing interrupts the
+  flush, the metadata or destroy_node; the process is about to exit.
 
 A shutdown in the middle of a spin reaches the main thread as ExternalShutdownException, or as an
 RCLError from a wait set made just after the context went invalid; both are a normal stop.
@@ -39,7 +40,8 @@ N = TypeVar('N', bound=Node)
 
 
 class StopSignals:
-    """Python's handler of SIGINT and SIGTERM, which rclpy's own handler calls after its own."""
+    """Python's handler of SIGINT and SIGTERM, which rclpy's own handler calls after its own (and
+    of SIGHUP, sent on as SIGTERM)."""
 
     def __init__(self) -> None:
         self.received = False
@@ -92,7 +94,7 @@ def run_node(
 
     One thread spins the node until a signal comes or finished(node) is true. Returns the node,
     destroyed, or None if a signal stopped the process while the node was being built. Errors from
-    building or spinning the node propagate after the tear-down. Leaves SIGINT and SIGTERM
+    building or spinning the node propagate after the tear-down. Leaves SIGINT, SIGTERM and SIGHUP
     ignored: the process is about to exit.
     """
     stop = StopSignals()

@@ -9,17 +9,21 @@ both checkable. It is the snapshot's name with .json added, and moves with it.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import logging
 import os
+import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 try:
     import fcntl
-except ImportError:  # Windows: no advisory locks of this kind; --out is not guarded there
+except ImportError:  # Windows: --out is not guarded there
     fcntl = None
 
 from iknet_core.checkpoint import partial_path
@@ -169,28 +173,39 @@ def keep_unfinished_snapshot(snapshot: Path, resume: Path | None) -> Path | None
     return kept
 
 
-# The --out folders this process holds: a lock lasts as long as its descriptor is open.
-_HELD: dict[Path, int] = {}
+# The lock file of an --out folder: a POSIX record lock (lockf), which NFS carries to the other
+# machines (a lock on the folder itself stayed on the machine that took it); it names its holder.
+LOCK_FILE = '.iknet-train.lock'
 
 
-def hold_out_folder(out: Path) -> None:
-    """Lock the --out folder (created if need be) for this process until it ends, so that no
-    other run writes its snapshot, record and log there meanwhile; ValueError where another
-    process's run holds it. This process's own later runs (iknet-tune's trials, tests) may
-    use it again."""
+@contextmanager
+def out_folder_held(out: Path) -> Iterator[None]:
+    """Within it, the --out folder (created if need be) is this run's: another process's run
+    into it is refused with a ValueError naming this one's host and pid, so that no two runs
+    mix their snapshots, records and logs. The lock is this process's (a POSIX lock): its own
+    runs may use the folder in turn (iknet-tune's trials, tests). Where the file system takes
+    no locks, or on Windows, a warning, and the folder is not guarded."""
     if fcntl is None:
+        logger.warning('%s is not guarded against a second run on this system (no fcntl)', out)
+        yield
         return
     out.mkdir(parents=True, exist_ok=True)
-    key = out.resolve()
-    if key in _HELD:
-        return
-    descriptor = os.open(key, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(descriptor)
-        raise ValueError(
-            f'{out} is the --out of another iknet-train run that is still going: give this run '
-            'another --out'
-        ) from None
-    _HELD[key] = descriptor
+    with open(out / LOCK_FILE, 'a+') as lock:
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EACCES, errno.EAGAIN):
+                logger.warning('%s cannot be locked (%s): not guarded', out, error.strerror)
+                yield
+                return
+            lock.seek(0)
+            holder = lock.read().strip() or 'another process'
+            raise ValueError(
+                f'{out} is the --out of another iknet-train run that is still going ({holder}): '
+                'give this run another --out'
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f'host {socket.gethostname()}, pid {os.getpid()}\n')
+        lock.flush()
+        yield

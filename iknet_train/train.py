@@ -68,8 +68,8 @@ from iknet_train.losses import LOSSES, mixture_loss
 from iknet_train.run_record import (
     carry_on_advice,
     check_resumed_run,
-    hold_out_folder,
     keep_unfinished_snapshot,
+    out_folder_held,
     read_run_record,
     record_path,
     run_record,
@@ -281,14 +281,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def interrupted(args: argparse.Namespace, started: float) -> str:
     """What an interrupted run leaves and how to carry it on: the snapshot of its last whole
-    epoch, if it wrote one (an older run's in the same --out is not its own)."""
+    epoch, if it wrote one (an older run's in the same --out is not its own, nor one that
+    another run wrote while this one had not yet taken the folder: args.out_held)."""
+    held = getattr(args, 'out_held', False)
     # Files cut off mid-write: ppe's (it writes tmp_NAME, then renames it) and the model's.
     partials = [args.out / f'tmp_{name}' for name in RUN_FILES]
     own = (args.save_model, record_path(args.out / SNAPSHOT_FILE))
-    for partial in [*partials, *map(partial_path, own)]:
+    for partial in [*partials, *map(partial_path, own)] if held else []:
         partial.unlink(missing_ok=True)
     snapshot = args.out / SNAPSHOT_FILE
-    if not (snapshot.is_file() and snapshot.stat().st_mtime >= started):
+    if not (held and snapshot.is_file() and snapshot.stat().st_mtime >= started):
         snapshot = args.resume  # no epoch ended: the snapshot it resumed still carries it on
     if snapshot is None:
         return f'interrupted before its first epoch ended; nothing was saved to {args.save_model}'
@@ -545,7 +547,20 @@ def train(
     extra_extensions join the loop (iknet-tune's pruning reads the validation reports).
     signalled: whether a stop signal came, checked each iteration: its KeyboardInterrupt can
     be lost where it lands in a callback Python runs for the garbage collector ('Exception
-    ignored in ... WeakKeyDictionary'), and the run trained on (1 Ctrl-C in 19)."""
+    ignored in ... WeakKeyDictionary'), and the run trained on (1 Ctrl-C in 19). Sets
+    args.out_held once the --out folder is this run's (out_folder_held)."""
+    args.out_held = False
+    with contextlib.ExitStack() as held:
+        return _train(args, command, extra_extensions, signalled, held)
+
+
+def _train(
+    args: argparse.Namespace,
+    command: str,
+    extra_extensions: Sequence[ppe.training.extension.Extension],
+    signalled: Callable[[], bool],
+    held: contextlib.ExitStack,
+) -> Path:
     started = time.monotonic()
     check_flags(args)
     model_config = model_overrides(args)
@@ -574,6 +589,10 @@ def train(
     record = run_record(chain.to_dict(), args.model, model_config, settings, vars(args))
     if args.resume is not None:
         check_resumed_run(args.resume, record)
+    # Another run still writing into --out would mix its snapshot, record and log with this
+    # run's: refused, before the data loads. Held until this run ends.
+    held.enter_context(out_folder_held(args.out))
+    args.out_held = True
     train_set, val_set, counts = split_data(args, chain, recorded_data(args, chain))
     logger.info(
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})
@@ -677,8 +696,12 @@ def train(
         check_resumable(args, snapshot, epochs * iters_per_epoch)
         for saved in snapshot.get('optimizers', {}).values():
             adopt_kernels(saved, optimizer)
-        # A snapshot from before EarlyStopping's state: its patience starts afresh, as it did.
-        snapshot.setdefault('extensions', {}).setdefault(EarlyStopping.__name__, {})
+        # An extension the snapshot's run did not have (one from before EarlyStopping, whose
+        # patience then starts afresh as it did; a ProgressBar, resumed without --no-progress)
+        # starts as this run's: ppe's loading needs every one.
+        fresh = manager.state_dict()['extensions']
+        for name, state in fresh.items():
+            snapshot.setdefault('extensions', {}).setdefault(name, state)
         try:
             manager.load_state_dict(snapshot)
         except RuntimeError as error:  # torch's state_dict mismatch: another architecture
@@ -689,9 +712,6 @@ def train(
                 'before local frames: --model-config \'{"local_frames": false}\')'
             ) from None
         logger.info('resumed from %s at epoch %d', args.resume, manager.epoch)
-    # Another run still writing into --out would mix its snapshot, record and log with this
-    # run's: refused. Held until this process ends.
-    hold_out_folder(args.out)
     # This run's first snapshot would write over a stopped run's in --out: that is kept aside.
     keep_unfinished_snapshot(args.out / SNAPSHOT_FILE, args.resume)
 
@@ -878,12 +898,22 @@ class EarlyStopping(ppe.training.extension.Extension):
         self.fired = self.stop.count >= self.stop.patience
 
     def state_dict(self) -> dict:
-        return {'best': self.stop.best, 'count': self.stop.count, 'fired': self.fired}
+        # The check window's sum too (ppe's trigger averages the epochs of --check-epochs):
+        # resumed mid-window, the check averaged fewer epochs.
+        window = self.stop._summary.state_dict()  # ppe keeps it nowhere public
+        return {
+            'best': self.stop.best,
+            'count': self.stop.count,
+            'fired': self.fired,
+            'window': window,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.stop.best = float(state['best'])
         self.stop.count = int(state['count'])
         self.fired = bool(state['fired'])
+        if 'window' in state:
+            self.stop._summary.load_state_dict(state['window'])
 
 
 if __name__ == '__main__':

@@ -51,8 +51,9 @@ def test_a_wait_set_fault_on_a_valid_context_is_raised(default_context):
 
 @pytest.fixture
 def signal_handlers():
-    """run_node leaves SIGINT and SIGTERM ignored (its process exits); pytest's come back."""
-    saved = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    """run_node leaves SIGINT, SIGTERM and SIGHUP ignored (its process exits); pytest's come
+    back (a SIGHUP left ignored is inherited by every process a later test starts)."""
+    saved = {number: signal.getsignal(number) for number in (*STOP_SIGNALS, signal.SIGHUP)}
     yield
     for number, handler in saved.items():
         signal.signal(number, handler)

@@ -232,6 +232,12 @@ def test_an_interrupted_run_names_what_carries_it_on_and_removes_only_its_own_fi
         (out / name).write_text('')
     started = time.time() + 1.0  # the snapshot was written before this run started
     args = argparse.Namespace(out=out, save_model=out / 'model.pt', resume=None, max_time=None)
+    # Stopped before it took the folder (out_held): the files there may be another live run's.
+    before = sorted(path.name for path in out.iterdir())
+    args.out_held = False
+    assert 'before its first epoch ended' in interrupted(args, time.time() - 60.0)
+    assert sorted(path.name for path in out.iterdir()) == before
+    args.out_held = True
     assert 'before its first epoch ended; nothing was saved' in interrupted(args, started)
     assert sorted(path.name for path in out.iterdir()) == ['snapshot', 'tmp_notes.csv']
     args.resume = tmp_path / 'earlier' / 'snapshot'  # a resumed run: its snapshot carries it on
@@ -534,20 +540,58 @@ def test_a_snapshot_without_its_record_is_resumed_with_a_warning(
 
 
 def test_an_out_folder_another_run_is_writing_to_is_refused(recording: Path, tmp_path: Path):
-    from iknet_train.run_record import hold_out_folder
+    from iknet_train.run_record import out_folder_held
 
     out = tmp_path / 'busy'
     holder = subprocess.Popen(
         [sys.executable, '-c', 'import sys; from pathlib import Path; '
-         'from iknet_train.run_record import hold_out_folder; '
-         f'hold_out_folder(Path({str(out)!r})); print("held", flush=True); sys.stdin.read()'],
+         'from iknet_train.run_record import out_folder_held; '
+         f'held = out_folder_held(Path({str(out)!r})); held.__enter__(); '
+         'print("held", flush=True); sys.stdin.read()'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert holder.stdout.readline() == 'held\n'
-        with pytest.raises(ValueError, match='is the --out of another iknet-train run'):
-            hold_out_folder(out)
+        refused = rf'another iknet-train run .*pid {holder.pid}\)'
+        with pytest.raises(ValueError, match=refused), out_folder_held(out):
+            pass
+        # A run into it is refused before its data loads, and touches nothing there.
+        before = sorted(path.name for path in out.iterdir())
+        assert train(recording, out, '--epochs', '1', '--model-config', SMALL) == 1
+        assert sorted(path.name for path in out.iterdir()) == before
     finally:
         holder.communicate('')  # its end lets the folder go
-    hold_out_folder(out)  # free again
-    hold_out_folder(out)  # and this process's own runs may use it again
+    with out_folder_held(out), out_folder_held(out):  # free again; this process's own runs too
+        pass
+
+
+@pytest.mark.filterwarnings('ignore:val/loss is not in observation')
+def test_a_run_resumed_with_another_progress_flag_carries_on(recording: Path, tmp_path: Path):
+    # Started with --no-progress, resumed without: the snapshot has no ProgressBar state, which
+    # ppe's loading asked for (KeyError, a traceback).
+    flags = ('--epochs', '2', '--model-config', SMALL)
+    assert train(recording, tmp_path / 'run', *flags) == 0
+    snapshot = tmp_path / 'run' / 'snapshot'
+    argv = ['--data', str(recording), '--synthetic', '2000', '--batch-size', '256',
+            '--val-block-s', '2', '--save-model', str(tmp_path / 'on.pt'), '--out',
+            str(tmp_path / 'on'), *flags, '--resume', str(snapshot)]  # fmt: skip
+    assert main(argv) == 0
+
+
+def test_early_stopping_carries_its_check_window():
+    # --check-epochs 3: a run resumed mid-window averaged only the epochs after the resume.
+    from pytorch_pfn_extras.training import triggers
+
+    from iknet_train.train import EarlyStopping
+
+    def early() -> EarlyStopping:
+        return EarlyStopping(triggers.EarlyStoppingTrigger(check_trigger=(3, 'epoch'), patience=2))
+
+    before = early()
+    before.stop._summary.add({'val/loss': 2.0})
+    before.stop._summary.add({'val/loss': 4.0})
+    before.stop.best, before.stop.count = 1.5, 1
+    after = early()
+    after.load_state_dict(before.state_dict())
+    assert (after.stop.best, after.stop.count, after.fired) == (1.5, 1, False)
+    assert after.stop._summary.compute_mean() == {'val/loss': 3.0}
