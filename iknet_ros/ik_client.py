@@ -522,6 +522,17 @@ def plot_path(path_file: Path, path: np.ndarray, response) -> None:
     plt.close(figure)
 
 
+def interrupted(args: argparse.Namespace, signal_number: int) -> int:
+    """The shell's status for a stop by signal_number; with --move, a line saying that the arm
+    may go on with what it was sent (the client's end stops nothing), and how to hold it."""
+    if args.move:
+        print(
+            f'ik_client: interrupted; the arm may still be moving: {args.server}/stop holds it',
+            file=sys.stderr,
+        )
+    return 128 + signal_number
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(rclpy.utilities.remove_ros_args(['ik_client', *argv])[1:])
@@ -541,14 +552,14 @@ def main(argv: list[str] | None = None) -> int:
                 ok = move(node, args, quaternion)
             return 0 if ok else 1
         except KeyboardInterrupt:
-            return 128 + stopped_by[-1]
+            return interrupted(args, stopped_by[-1])
         except Exception:
             # A signal shuts rclpy down in rclpy's own handler, before Python runs the one that
             # records it: an error from a shut-down rclpy is taken for that signal. Not where
             # rclpy.init or create_node failed with no signal recorded (a bad setting).
             if rclpy.ok() or (node is None and len(stopped_by) == 1):
                 raise
-            return 128 + stopped_by[-1]
+            return interrupted(args, stopped_by[-1])
         finally:
             if node is not None:
                 node.destroy_node()

@@ -37,8 +37,8 @@ from iknet_core.solvers import Solutions, SolverSettings, Tolerance
 from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
-from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD
-from iknet_core.solvers.policy import continuous_nearest
+from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD, slide_units, velocity_limits
+from iknet_core.solvers.policy import continuous_joints, continuous_nearest, joint_bounds
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import log_outcome, make_commander
@@ -58,6 +58,10 @@ from iknet_ros.requests import (
 STOP_TIME_S = 0.3
 # Joint states older than this (s) are not where the arm is: a stop does not send it there.
 STALE_STATES_S = 1.0
+# The fastest (rad/s; a slide: slide_units of it) a goal_task_space_path move may turn a joint
+# without a URDF velocity limit (the OM-X's have none): a turn a second, past any arm's rated
+# speed, so only a slip is refused (a path_time of 0.001 s commanded the OM-X at ~980 rad/s).
+MOVE_SPEED_CAP = 2 * np.pi
 # Only the newest joint state matters for seeding; a late or lost one is replaced 10 ms later.
 latest_state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 # As robot_state_publisher publishes it: the last description waits for late subscribers.
@@ -419,6 +423,10 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
+        refusal = move_refusal(self.chain, solutions, seed, path_time)
+        if refusal:
+            self.get_logger().warning(f'goal_task_space_path refused: {refusal}')
+            return response
         accepted, reason = await self.commander.command(
             self.chain.joint_names, solutions.joints[0], path_time
         )
@@ -512,6 +520,38 @@ class IKServer(Node):
             }
             now = time.monotonic()
             self._joint_states_at = {**self._joint_states_at, **dict.fromkeys(message.name, now)}
+
+
+def move_refusal(
+    chain: Chain, solutions: Solutions, start: np.ndarray | None, path_time: float
+) -> str:
+    """Why the best of solutions must not be commanded from start (n,) rad (None: where the
+    arm is, unknown) over path_time s; '' where it may. Outside the software limits (the
+    answer says so, and a controller without limits of its own drives the joint past them),
+    or faster than a joint's URDF velocity limit or MOVE_SPEED_CAP (a path_time of 0.001, or
+    in ms for s, commanded hundreds of rad/s)."""
+    goal = solutions.joints[0]
+    low, high = joint_bounds(chain, 'limits')
+    # A continuous joint turns on past +-pi: commanded by the turns nearest its state.
+    outside = np.flatnonzero(~continuous_joints(chain) & ((goal < low) | (goal > high)))
+    if len(outside):
+        i = outside[0]
+        return (
+            f'{chain.joint_names[i]} = {goal[i]:.4f} {chain.joints[i].unit} is outside its '
+            f'software limits [{low[i]:.4f}, {high[i]:.4f}]'
+        )
+    if start is None:
+        return ''
+    speeds = np.abs(goal - start) / path_time
+    allowed = np.minimum(velocity_limits(chain), MOVE_SPEED_CAP * slide_units(chain))
+    i = int(np.argmax(speeds / allowed))
+    if speeds[i] <= allowed[i]:
+        return ''
+    return (
+        f'path_time {path_time:g} s needs {chain.joint_names[i]} at {speeds[i]:.3g} '
+        f'{chain.joints[i].unit}/s, above {allowed[i]:.3g} {chain.joints[i].unit}/s (its URDF '
+        f'velocity limit, else {MOVE_SPEED_CAP:.3g}): give a longer path_time'
+    )
 
 
 def describe(solutions: Solutions) -> str:

@@ -156,8 +156,10 @@ def test_the_arm_draws_a_circle(server, ros_env, tmp_path):
 
 @pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
 def test_a_client_ended_by_a_signal_exits_without_a_traceback(ros, ros_env, signal_number):
+    # With --move (here under SIGTERM), a line says the arm may still be moving.
+    move = ['--move'] if signal_number == signal.SIGTERM else []
     command = [str(executable('ik_client')), '--x', '0.2', '--y', '0', '--z', '0.1',
-               '--pitch', '0.5', '--server', '/nobody', '--timeout', '60']  # fmt: skip
+               '--pitch', '0.5', '--server', '/nobody', '--timeout', '60', *move]  # fmt: skip
     process = subprocess.Popen(
         command, env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -172,6 +174,7 @@ def test_a_client_ended_by_a_signal_exits_without_a_traceback(ros, ros_env, sign
             process.kill()
             process.wait()
     assert process.returncode == 128 + signal_number and 'Traceback' not in errors, errors
+    assert ('/nobody/stop holds it' in errors) == bool(move), errors
 
 
 def test_a_gripper_state_taken_as_the_seed_is_dropped_and_asked_again(processes, ros, ros_env):

@@ -160,6 +160,13 @@ def test_bad_requests_fail_with_a_reason_and_never_move_the_arm(ros, solve_clien
     bad_time = SetKinematicsPose.Request(path_time=-1.0)
     bad_time.kinematics_pose.pose = solve_request(good).target.pose
     assert not ros.call(mover, bad_time).is_planned
+    # A path_time of a millisecond: hundreds of rad/s, to the pose furthest from the arm's.
+    here = np.array([before.x, before.y, before.z])
+    far = max(test_poses(5), key=lambda pose: np.linalg.norm(pose[:3] - here))
+    assert np.linalg.norm(far[:3] - here) > 0.02
+    too_fast = SetKinematicsPose.Request(path_time=1e-3)
+    too_fast.kinematics_pose.pose = solve_request(far).target.pose
+    assert not ros.call(mover, too_fast).is_planned
     ros.spin_until(lambda: False, 1.0)
     after = poses[-1].pose.position
     assert (after.x, after.y, after.z) == (before.x, before.y, before.z)
@@ -330,3 +337,23 @@ def test_iknet_test_answers_what_the_server_answers(processes, ros, tmp_path, so
         response = ros.call(client, solve_request(pose, refine=False))
         assert response.message.startswith(f'{solver}:'), response.message
         np.testing.assert_allclose(response.solutions[0].position, joints, atol=1e-9)
+
+
+def test_a_move_outside_the_limits_or_too_fast_is_refused_with_the_reason():
+    from iknet_core.kinematics.chain import OMX_CHAIN
+    from iknet_core.solvers import Solutions
+    from iknet_ros.ik_server import MOVE_SPEED_CAP, move_refusal
+
+    def solutions(*joints: float) -> Solutions:
+        one = np.ones(1, dtype=bool)
+        return Solutions(np.array([joints]), np.zeros(1), np.zeros(1), one, one)
+
+    start = np.zeros(4)
+    assert move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), start, 1.0) == ''
+    assert move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), None, 1e-3) == ''  # unknown
+    too_fast = move_refusal(OMX_CHAIN, solutions(0.98, 0.0, 0.0, 0.0), start, 1e-3)
+    assert too_fast.startswith('path_time 0.001 s needs joint1 at 980 rad/s, above 6.28 rad/s')
+    across = solutions(2.5, 0.0, 0.0, 0.0)  # 5 rad in 1 s: under a turn a second
+    assert MOVE_SPEED_CAP > 5.0 and move_refusal(OMX_CHAIN, across, start - 2.5, 1.0) == ''
+    outside = move_refusal(OMX_CHAIN, solutions(0.0, 0.0, 0.0, 2.05), start, 1.0)
+    assert outside.startswith('joint4 = 2.0500 rad is outside its software limits')

@@ -180,6 +180,18 @@ def test_a_line_to_the_straight_elbow_keeps_its_branch(bend):
     assert np.abs(bends).min() < 0.06  # the line did come near the singularity
 
 
+def test_a_path_that_starts_away_from_the_arm_says_so():
+    # A whole-pose OM-X path whose poses fit the arm, a joint step from where it is: the reason
+    # said 'a branch change or a turn through a singularity' and that the orientations may not
+    # fit, neither of which was so.
+    joints = np.linspace([1.2, 0.1, 0.2, 0.3], [1.3, 0.1, 0.2, 0.3], 20)
+    poses = pose_from_joints(OMX_CHAIN, joints)
+    result = follow_path(OMX_CHAIN, poses, np.zeros(4))
+    assert result.failed_at == 0 and 'the path starts away from the arm' in result.reason
+    assert 'orientation fits' not in result.reason
+    assert follow_path(OMX_CHAIN, poses, joints[0]).success
+
+
 def test_a_path_leaving_the_workspace_fails_at_its_first_unreachable_waypoint():
     poses, start = line_towards_straight_elbow(0.8, beyond=0.05)
     analytic = AnalyticSolver(OMX_CHAIN)

@@ -662,7 +662,11 @@ def follow_path(
         max_step=float(max_step),
         failed_at=failed_at,
         reason=_reason(failed_at, status, errors, max_step)
-        + _pose_hint(chain, settings, failed_at),
+        + (
+            ''
+            if failed_at == 0 and status[0] == JUMPED
+            else _pose_hint(chain, settings, failed_at)
+        ),
     )
 
 
@@ -824,6 +828,12 @@ def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_s
     if failed_at is None:
         return ''
     position_error, orientation_error = errors[failed_at]
+    if status[failed_at] == JUMPED and failed_at == 0:
+        return (
+            f'waypoint 0 is more than a joint step of {max_step:.3g} rad from the start joints: '
+            'the path starts away from the arm; move the arm to its first waypoint first (a '
+            'move to it, then the path from there)'
+        )
     if status[failed_at] == JUMPED:
         return (
             f'waypoint {failed_at} is reached only by a joint step above {max_step:.3g} rad: a '
