@@ -360,8 +360,8 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     # The server answers a move once the controller has taken it (a legacy arm its first goal),
     # after trying twice, command_timeout each: allow a minute more. A move must not be sent
     # twice, so no resend then. Else one resend, for a request lost while the new client and
-    # the server discover each other: the server follows a path for each one it gets (seconds
-    # for a long path with alternatives), one request at a time.
+    # the server discover each other (the server answers a resend of the path it just answered
+    # from that answer; a long path with alternatives takes seconds to follow).
     timeout_s = args.timeout + (60.0 if args.move else 0.0)
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0, 1)
     if response is None:

@@ -58,6 +58,8 @@ from iknet_ros.requests import (
 STOP_TIME_S = 0.3
 # Joint states older than this (s) are not where the arm is: a stop does not send it there.
 STALE_STATES_S = 1.0
+# How long (s) after a path is answered a resend of the same request gets the same answer.
+RESENT_PATH_S = 60.0
 # The fastest (rad/s; a slide: slide_units of it) a goal_task_space_path move may turn a joint
 # without a URDF velocity limit (the OM-X's have none): a turn a second, past any arm's rated
 # speed, so only a slip is refused (a path_time of 0.001 s commanded the OM-X at ~980 rad/s).
@@ -85,6 +87,9 @@ class IKServer(Node):
             self.prepare(config.urdf)
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self._latest_joints: dict[str, float] = {}
+        # The last path answered without a move: its request's key, answer, and until when a
+        # resend of it is answered the same (solve_path).
+        self._last_path: tuple[object, SolvePath.Response | None, float] = (None, None, 0.0)
         self._joint_states_at: dict[str, float] = {}  # when each joint's state last came
         self.commander = make_commander(
             self,
@@ -352,11 +357,26 @@ class IKServer(Node):
                 # (No joint states at all: path_service says so.)
                 raise RequestError(f'execute needs where the arm is: {self.fresh_joints()[1]}')
             before = dict(self._latest_joints)
+            solver_name = self.get_parameter('solver').value
+            # A client's resend of a path it is still waiting for (ik_client resends once, in
+            # case discovery lost the first) is answered from the first's answer: followed
+            # again, a long path held the server (and a stop) for seconds more.
+            key = None
+            if not request.execute:
+                start = () if request.start.name else tuple(sorted(before.items()))
+                # The message itself, compared field by field: its serialized bytes differ
+                # between copies (CDR padding).
+                key = (request, start, solver_name, self.settings, self.chain)
+                if key == self._last_path[0] and time.monotonic() < self._last_path[2]:
+                    self.get_logger().info('solve_path: a resent request, answered as before')
+                    return self._last_path[1]
             solvers = self.position_only_solvers if request.position_only else self.solvers
             response = path_service.solve_path(
                 request, self.chain, self.base_frame, self.settings, before,
-                solvers.get(self.get_parameter('solver').value),
+                solvers.get(solver_name),
             )  # fmt: skip
+            if key is not None:
+                self._last_path = (key, response, time.monotonic() + RESENT_PATH_S)
             if request.execute and response.success:
                 # The path starts where the arm was when asked: not sent where it moved since.
                 now, reason = self.fresh_joints()

@@ -94,6 +94,22 @@ def test_a_smooth_path_comes_back_as_a_timed_trajectory_that_reaches_every_waypo
     assert not response.executed
 
 
+def test_a_resent_path_request_is_answered_as_the_first_was(processes, ros, client, tmp_path):
+    # ik_client resends a path request it has no answer to after 1 s (discovery may lose the
+    # first): followed again, a long path held the single-threaded server for seconds more.
+    curve = smooth_joint_paths(OMX_CHAIN, count=1, waypoints=50, seed=3)[0]
+    request = path_request(pose_from_joints(OMX_CHAIN, curve), curve[0])
+    first = ros.call(client, request, timeout_s=60.0)
+    again = ros.call(client, request, timeout_s=60.0)
+    assert first.success and list(again.position_errors) == list(first.position_errors)
+    request.max_velocity = MAX_VELOCITY / 2  # another request: followed and timed anew
+    slower = ros.call(client, request, timeout_s=60.0)
+    assert seconds(slower.trajectory.points[-1]) > seconds(first.trajectory.points[-1])
+    processes.stop_all()  # its log, whole
+    log = (tmp_path / 'server.log').read_text()
+    assert log.count('solve_path: a resent request, answered as before') == 1, log
+
+
 def test_a_path_there_and_back_slows_for_its_reversal_and_for_the_move_to_its_start(ros, client):
     there = np.linspace([0.0, -0.3, 0.2, 0.5], [0.3, 0.0, 0.0, 0.6], 30)
     curve = np.concatenate([there, there[::-1][1:]])
