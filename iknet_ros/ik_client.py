@@ -162,6 +162,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         )
     if args.refine is None:
         args.refine = args.solver != 'network'
+    args.moves_sent = []  # the arm commands sent (move and follow_shape): interrupted()
     return args
 
 
@@ -288,6 +289,7 @@ def move(node: Node, args: argparse.Namespace, quaternion: list[float]) -> bool:
     client = node.create_client(SetKinematicsPose, f'{args.server}/goal_task_space_path')
     # The server answers a move once the controller has taken the goal (the server itself tries
     # twice, command_timeout 2 s each), well before the move ends: resend only after that.
+    args.moves_sent.append('goal_task_space_path')  # sent from here on: Ctrl-C says so
     response = call(node, client, request, args.timeout + args.path_time, resend_after_s=5.0)
     if response is None:
         return False
@@ -363,6 +365,8 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     # the server discover each other (the server answers a resend of the path it just answered
     # from that answer; a long path with alternatives takes seconds to follow).
     timeout_s = args.timeout + (60.0 if args.move else 0.0)
+    if args.move:
+        args.moves_sent.append('solve_path')
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0, 1)
     if response is None:
         if args.move:
@@ -523,9 +527,9 @@ def plot_path(path_file: Path, path: np.ndarray, response) -> None:
 
 
 def interrupted(args: argparse.Namespace, signal_number: int) -> int:
-    """The shell's status for a stop by signal_number; with --move, a line saying that the arm
-    may go on with what it was sent (the client's end stops nothing), and how to hold it."""
-    if args.move:
+    """The shell's status for a stop by signal_number; once a move was sent, a line saying
+    that the arm may go on with it (the client's end stops nothing), and how to hold it."""
+    if args.moves_sent:
         print(
             f'ik_client: interrupted; the arm may still be moving: {args.server}/stop holds it',
             file=sys.stderr,

@@ -363,7 +363,8 @@ class IKServer(Node):
             # again, a long path held the server (and a stop) for seconds more.
             key = None
             if not request.execute:
-                start = () if request.start.name else tuple(sorted(before.items()))
+                names = self.chain.joint_names  # the arm's: not a gripper's jitter
+                start = () if request.start.name else tuple(before.get(n) for n in names)
                 # The message itself, compared field by field: its serialized bytes differ
                 # between copies (CDR padding).
                 key = (request, start, solver_name, self.settings, self.chain)
@@ -443,18 +444,24 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
-        refusal = move_refusal(self.chain, solutions, seed, path_time)
+        refusal = move_refusal(self.chain, solutions, self.fresh_joints()[0], path_time)
         if refusal:
             self.get_logger().warning(f'goal_task_space_path refused: {refusal}')
             return response
-        accepted, reason = await self.commander.command(
-            self.chain.joint_names, solutions.joints[0], path_time
+        # Within the limits by the solver's slack (1e-9): on them exactly, as a controller
+        # checks them.
+        low, high = joint_bounds(self.chain, 'limits')
+        goal = np.where(
+            continuous_joints(self.chain),
+            solutions.joints[0],
+            np.clip(solutions.joints[0], low, high),
         )
+        accepted, reason = await self.commander.command(self.chain.joint_names, goal, path_time)
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')
             return response
         self.get_logger().info(
-            f'goal_task_space_path: {solver_name} {np.round(solutions.joints[0], 4).tolist()} '
+            f'goal_task_space_path: {solver_name} {np.round(goal, 4).tolist()} '
             f'over {path_time} s, {reason}'
         )
         response.is_planned = True
@@ -546,31 +553,35 @@ def move_refusal(
     chain: Chain, solutions: Solutions, start: np.ndarray | None, path_time: float
 ) -> str:
     """Why the best of solutions must not be commanded from start (n,) rad (None: where the
-    arm is, unknown) over path_time s; '' where it may. Outside the software limits (the
-    answer says so, and a controller without limits of its own drives the joint past them),
-    or faster than a joint's URDF velocity limit or MOVE_SPEED_CAP (a path_time of 0.001, or
-    in ms for s, commanded hundreds of rad/s)."""
+    arm is now is not known) over path_time s; '' where it may. Outside the software limits
+    (the answer says so, and a controller without limits of its own drives the joint past
+    them), or faster than a joint's URDF velocity limit or MOVE_SPEED_CAP (a path_time of
+    0.001, or in ms for s, commanded hundreds of rad/s): from start, else across the joint's
+    whole range (half a turn for a continuous joint, commanded by the turns nearest its state).
+    The speed is the move's average; a legacy controller's smooth profile peaks higher."""
     goal = solutions.joints[0]
     low, high = joint_bounds(chain, 'limits')
-    # A continuous joint turns on past +-pi: commanded by the turns nearest its state.
-    outside = np.flatnonzero(~continuous_joints(chain) & ((goal < low) | (goal > high)))
-    if len(outside):
-        i = outside[0]
+    continuous = continuous_joints(chain)
+    if not solutions.within_limits[0]:
+        i = int(np.argmax(np.where(continuous, 0.0, np.maximum(low - goal, goal - high))))
         return (
             f'{chain.joint_names[i]} = {goal[i]:.4f} {chain.joints[i].unit} is outside its '
             f'software limits [{low[i]:.4f}, {high[i]:.4f}]'
         )
-    if start is None:
-        return ''
-    speeds = np.abs(goal - start) / path_time
+    unknown = start is None
+    travel = np.where(continuous, np.pi, high - low) if unknown else np.abs(goal - start)
+    speeds = travel / path_time
     allowed = np.minimum(velocity_limits(chain), MOVE_SPEED_CAP * slide_units(chain))
     i = int(np.argmax(speeds / allowed))
     if speeds[i] <= allowed[i]:
         return ''
+    unit = f'{chain.joints[i].unit}/s'
     return (
-        f'path_time {path_time:g} s needs {chain.joint_names[i]} at {speeds[i]:.3g} '
-        f'{chain.joints[i].unit}/s, above {allowed[i]:.3g} {chain.joints[i].unit}/s (its URDF '
-        f'velocity limit, else {MOVE_SPEED_CAP:.3g}): give a longer path_time'
+        f'path_time {path_time:g} s {"could need" if unknown else "needs"} '
+        f'{chain.joint_names[i]} at {speeds[i]:.3g} {unit}'
+        f'{" (no fresh joint states: across its whole range)" if unknown else ""}, above '
+        f'{allowed[i]:.3g} {unit} (its URDF velocity limit, else {MOVE_SPEED_CAP:.3g}): give '
+        'a longer path_time'
     )
 
 

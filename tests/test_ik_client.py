@@ -156,7 +156,7 @@ def test_the_arm_draws_a_circle(server, ros_env, tmp_path):
 
 @pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
 def test_a_client_ended_by_a_signal_exits_without_a_traceback(ros, ros_env, signal_number):
-    # With --move (here under SIGTERM), a line says the arm may still be moving.
+    # With --move (here under SIGTERM) but nothing sent yet, no line that the arm may be moving.
     move = ['--move'] if signal_number == signal.SIGTERM else []
     command = [str(executable('ik_client')), '--x', '0.2', '--y', '0', '--z', '0.1',
                '--pitch', '0.5', '--server', '/nobody', '--timeout', '60', *move]  # fmt: skip
@@ -174,7 +174,17 @@ def test_a_client_ended_by_a_signal_exits_without_a_traceback(ros, ros_env, sign
             process.kill()
             process.wait()
     assert process.returncode == 128 + signal_number and 'Traceback' not in errors, errors
-    assert ('/nobody/stop holds it' in errors) == bool(move), errors
+    assert 'stop holds it' not in errors, errors
+
+
+def test_a_client_interrupted_once_a_move_was_sent_says_the_arm_may_be_moving(capsys):
+    from iknet_ros.ik_client import interrupted, parse_args
+
+    args = parse_args(['--x', '0.2', '--y', '0', '--z', '0.1', '--pitch', '0.5', '--move'])
+    assert interrupted(args, signal.SIGINT) == 130 and capsys.readouterr().err == ''
+    args.moves_sent.append('goal_task_space_path')
+    assert interrupted(args, signal.SIGINT) == 130
+    assert 'the arm may still be moving: /ik_server/stop holds it' in capsys.readouterr().err
 
 
 def test_a_gripper_state_taken_as_the_seed_is_dropped_and_asked_again(processes, ros, ros_env):

@@ -344,16 +344,23 @@ def test_a_move_outside_the_limits_or_too_fast_is_refused_with_the_reason():
     from iknet_core.solvers import Solutions
     from iknet_ros.ik_server import MOVE_SPEED_CAP, move_refusal
 
-    def solutions(*joints: float) -> Solutions:
+    def solutions(*joints: float, within_limits: bool = True) -> Solutions:
         one = np.ones(1, dtype=bool)
-        return Solutions(np.array([joints]), np.zeros(1), np.zeros(1), one, one)
+        limits = np.full(1, within_limits)
+        return Solutions(np.array([joints]), np.zeros(1), np.zeros(1), limits, one)
 
     start = np.zeros(4)
     assert move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), start, 1.0) == ''
-    assert move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), None, 1e-3) == ''  # unknown
     too_fast = move_refusal(OMX_CHAIN, solutions(0.98, 0.0, 0.0, 0.0), start, 1e-3)
     assert too_fast.startswith('path_time 0.001 s needs joint1 at 980 rad/s, above 6.28 rad/s')
     across = solutions(2.5, 0.0, 0.0, 0.0)  # 5 rad in 1 s: under a turn a second
     assert MOVE_SPEED_CAP > 5.0 and move_refusal(OMX_CHAIN, across, start - 2.5, 1.0) == ''
-    outside = move_refusal(OMX_CHAIN, solutions(0.0, 0.0, 0.0, 2.05), start, 1.0)
+    # Where the arm is now is not known: judged across each joint's whole range.
+    unknown = move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), None, 1e-3)
+    assert 'could need joint1 at 6.28e+03 rad/s (no fresh joint states' in unknown
+    assert move_refusal(OMX_CHAIN, solutions(0.5, 0.0, 0.0, 0.0), None, 1.0) == ''
+    # Outside the limits as the solver judged them (its slack: a goal on a limit is in).
+    outside = move_refusal(OMX_CHAIN, solutions(0, 0, 0, 2.05, within_limits=False), start, 1.0)
     assert outside.startswith('joint4 = 2.0500 rad is outside its software limits')
+    on_limit = solutions(0.0, 0.0, 0.0, 1.97 + 1e-14)
+    assert move_refusal(OMX_CHAIN, on_limit, start, 1.0) == ''

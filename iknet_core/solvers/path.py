@@ -831,8 +831,8 @@ def _reason(failed_at: int | None, status: np.ndarray, errors: np.ndarray, max_s
     if status[failed_at] == JUMPED and failed_at == 0:
         return (
             f'waypoint 0 is more than a joint step of {max_step:.3g} rad from the start joints: '
-            'the path starts away from the arm; move the arm to its first waypoint first (a '
-            'move to it, then the path from there)'
+            'the path starts away from them; start it at its first waypoint (move the arm there '
+            'first), or follow it from other starts (alternatives)'
         )
     if status[failed_at] == JUMPED:
         return (
