@@ -444,7 +444,9 @@ class IKServer(Node):
         if not solutions.success:
             self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
             return response
-        refusal = move_refusal(self.chain, solutions, self.fresh_joints()[0], path_time)
+        # From where the arm is: its fresh joint states, else its latest (the seed).
+        start = self.fresh_joints()[0]
+        refusal = move_refusal(self.chain, solutions, seed if start is None else start, path_time)
         if refusal:
             self.get_logger().warning(f'goal_task_space_path refused: {refusal}')
             return response
@@ -552,36 +554,35 @@ class IKServer(Node):
 def move_refusal(
     chain: Chain, solutions: Solutions, start: np.ndarray | None, path_time: float
 ) -> str:
-    """Why the best of solutions must not be commanded from start (n,) rad (None: where the
-    arm is now is not known) over path_time s; '' where it may. Outside the software limits
-    (the answer says so, and a controller without limits of its own drives the joint past
-    them), or faster than a joint's URDF velocity limit or MOVE_SPEED_CAP (a path_time of
-    0.001, or in ms for s, commanded hundreds of rad/s): from start, else across the joint's
-    whole range (half a turn for a continuous joint, commanded by the turns nearest its state).
-    The speed is the move's average; a legacy controller's smooth profile peaks higher."""
+    """Why the best of solutions must not be commanded from start (n,) rad over path_time s;
+    '' where it may. Outside the software limits (the answer says so, and a controller without
+    limits of its own drives the joint past them), or, from start, faster than a joint's URDF
+    velocity limit or MOVE_SPEED_CAP (a path_time of 0.001, or in ms for s, commanded hundreds
+    of rad/s). start None (no joint state has come: where the arm is, unknown): the speed is
+    not judged; across each joint's whole range it refused a server's first moves, before its
+    joint states came. The speed is the move's average; a legacy controller's smooth profile
+    peaks higher."""
     goal = solutions.joints[0]
     low, high = joint_bounds(chain, 'limits')
-    continuous = continuous_joints(chain)
     if not solutions.within_limits[0]:
+        continuous = continuous_joints(chain)
         i = int(np.argmax(np.where(continuous, 0.0, np.maximum(low - goal, goal - high))))
         return (
             f'{chain.joint_names[i]} = {goal[i]:.4f} {chain.joints[i].unit} is outside its '
             f'software limits [{low[i]:.4f}, {high[i]:.4f}]'
         )
-    unknown = start is None
-    travel = np.where(continuous, np.pi, high - low) if unknown else np.abs(goal - start)
-    speeds = travel / path_time
+    if start is None:
+        return ''
+    speeds = np.abs(goal - start) / path_time
     allowed = np.minimum(velocity_limits(chain), MOVE_SPEED_CAP * slide_units(chain))
     i = int(np.argmax(speeds / allowed))
     if speeds[i] <= allowed[i]:
         return ''
     unit = f'{chain.joints[i].unit}/s'
     return (
-        f'path_time {path_time:g} s {"could need" if unknown else "needs"} '
-        f'{chain.joint_names[i]} at {speeds[i]:.3g} {unit}'
-        f'{" (no fresh joint states: across its whole range)" if unknown else ""}, above '
-        f'{allowed[i]:.3g} {unit} (its URDF velocity limit, else {MOVE_SPEED_CAP:.3g}): give '
-        'a longer path_time'
+        f'path_time {path_time:g} s needs {chain.joint_names[i]} at {speeds[i]:.3g} {unit}, '
+        f'above {allowed[i]:.3g} {unit} (its URDF velocity limit, else {MOVE_SPEED_CAP:.3g}): '
+        'give a longer path_time'
     )
 
 
