@@ -38,7 +38,12 @@ from iknet_core.solvers.base import Solver
 from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build_solver
 from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD, slide_units, velocity_limits
-from iknet_core.solvers.policy import continuous_joints, continuous_nearest, joint_bounds
+from iknet_core.solvers.policy import (
+    continuous_joints,
+    continuous_nearest,
+    into_limits,
+    joint_bounds,
+)
 from iknet_core.solvers.warm_up import exercise, exercise_path
 from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import log_outcome, make_commander
@@ -452,12 +457,7 @@ class IKServer(Node):
             return response
         # Within the limits by the solver's slack (1e-9): on them exactly, as a controller
         # checks them.
-        low, high = joint_bounds(self.chain, 'limits')
-        goal = np.where(
-            continuous_joints(self.chain),
-            solutions.joints[0],
-            np.clip(solutions.joints[0], low, high),
-        )
+        goal = into_limits(self.chain, solutions.joints[0])
         accepted, reason = await self.commander.command(self.chain.joint_names, goal, path_time)
         if not accepted:
             self.get_logger().warning(f'goal_task_space_path: arm command failed: {reason}')

@@ -51,6 +51,7 @@ from iknet_core.solvers.policy import (
     TURN,
     continuous_joints,
     continuous_nearest,
+    into_limits,
     into_reach,
     joint_bounds,
 )
@@ -733,9 +734,7 @@ def check_start(chain: Chain, start: np.ndarray) -> np.ndarray:
     """Start joints (n,) as follow_path takes them: start_in_reach's, clamped into the software
     limits (a real arm may rest past a limit, and the path must keep to them). A trajectory
     starts from start_in_reach's joints, where the arm is."""
-    start = start_in_reach(chain, start)
-    continuous = continuous_joints(chain)
-    return np.where(continuous, start, np.clip(start, *joint_bounds(chain, 'limits')))
+    return into_limits(chain, start_in_reach(chain, start))
 
 
 def start_in_reach(chain: Chain, start: np.ndarray) -> np.ndarray:

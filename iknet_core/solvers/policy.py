@@ -61,6 +61,14 @@ def continuous_nearest(chain: Chain, joints: np.ndarray, reference: np.ndarray) 
     return np.where(continuous_joints(chain), joints + turns * TURN, joints)
 
 
+def into_limits(chain: Chain, joints: np.ndarray) -> np.ndarray:
+    """joints (..., n) rad clamped into the software limits, but a continuous joint's, which
+    turns on past them (as a path's start and a commanded goal are)."""
+    joints = np.asarray(joints, dtype=np.float64)
+    clamped = np.clip(joints, *joint_bounds(chain, 'limits'))
+    return np.where(continuous_joints(chain), joints, clamped)
+
+
 def into_reach(chain: Chain, joints: np.ndarray) -> np.ndarray:
     """joints (..., n) rad with each joint that turns whole turns and is past its reach taken
     back into it by the fewest whole turns: the same arm, nearest where it was (a continuous
