@@ -26,16 +26,8 @@ def signals_as_interrupt(
         received.append(number)
         raise KeyboardInterrupt
 
-    previous = {
-        number: signal.signal(number, interrupt)
-        for number in signals
-        if signal.getsignal(number) is not signal.SIG_IGN
-    }
-    try:
+    with _handled(signals, interrupt):
         yield received
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 @contextmanager
@@ -47,18 +39,28 @@ def signals_held(
     not a signal mask: a mask holds a signal back from the main thread only, and Python runs
     its handlers there whichever thread the signal reached. Main thread only."""
     came: list[int] = []
+    try:
+        with _handled(signals, lambda number, frame: came.append(number)):
+            yield
+    finally:
+        for number in came:
+            signal.raise_signal(number)
+
+
+@contextmanager
+def _handled(signals: Sequence[signal.Signals], handler: Callable) -> Iterator[None]:
+    """Within it, handler handles each of signals but one the process was started ignoring (a
+    script's background job's SIGINT: it stays ignored); the handlers before come back after."""
     previous = {
-        number: signal.signal(number, lambda number, frame: came.append(number))
+        number: signal.signal(number, handler)
         for number in signals
         if signal.getsignal(number) is not signal.SIG_IGN
     }
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in came:
-            signal.raise_signal(number)
+        for number, handler_before in previous.items():
+            signal.signal(number, handler_before)
 
 
 def exits_on_interrupt(prog: str, left: str = 'nothing was written') -> Callable[[Main], Main]:
