@@ -752,8 +752,8 @@ def _train(
             # The epoch's last iteration ends with its validation, its line, its plot and its
             # snapshot: a Ctrl-C there (where people press it, seeing the line) waits until
             # the snapshot is on disk; it cut the write short, and the run lost the epoch.
-            held = signals_held() if index == iters_per_epoch - 1 else contextlib.nullcontext()
-            with held, manager.run_iteration():
+            whole = signals_held() if index == iters_per_epoch - 1 else contextlib.nullcontext()
+            with whole, manager.run_iteration():
                 batch = order[index * batch_size : (index + 1) * batch_size]
                 with torch.autocast(
                     device.type, dtype=AMP_DTYPES.get(args.amp), enabled=args.amp != 'off'
@@ -891,11 +891,14 @@ class EarlyStopping(ppe.training.extension.Extension):
 
     def __init__(self, stop: triggers.EarlyStoppingTrigger) -> None:
         self.stop = stop
-        self.fired = False
 
     def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
         self.stop(manager)  # a check: its best and count; the loop ends at --epochs itself
-        self.fired = self.stop.count >= self.stop.patience
+
+    @property
+    def fired(self) -> bool:
+        """Whether the validation loss has not fallen for --patience checks."""
+        return self.stop.count >= self.stop.patience
 
     def state_dict(self) -> dict:
         # The check window's sum too (ppe's trigger averages the epochs of --check-epochs):
@@ -904,14 +907,12 @@ class EarlyStopping(ppe.training.extension.Extension):
         return {
             'best': self.stop.best,
             'count': self.stop.count,
-            'fired': self.fired,
             'window': window,
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.stop.best = float(state['best'])
         self.stop.count = int(state['count'])
-        self.fired = bool(state['fired'])
         if 'window' in state:
             self.stop._summary.load_state_dict(state['window'])
 
