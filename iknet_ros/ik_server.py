@@ -57,6 +57,7 @@ from iknet_ros.requests import (
     check_seed,
     check_target,
 )
+from iknet_ros.solver_worker import SolverWorker
 
 # How long (s) a stop gives the arm to come to rest at its last joint states: long enough not to
 # jerk it, short enough that it stops near where it was (a cubic from 1 rad/s overshoots 0.04 rad).
@@ -82,6 +83,8 @@ robot_description_qos = QoSProfile(
 class IKServer(Node):
     def __init__(self) -> None:
         super().__init__('ik_server')
+        # Paths are solved on a thread of their own, so that a stop is not held up by one.
+        self.worker = SolverWorker(self)
         self.config = parameters.declare(self)
         self.solvers: dict[str, Solver] = {}
         self.chain: Chain | None = None
@@ -96,6 +99,7 @@ class IKServer(Node):
         # resend of it is answered the same (solve_path).
         self._last_path: tuple[object, SolvePath.Response | None, float] = (None, None, 0.0)
         self._joint_states_at: dict[str, float] = {}  # when each joint's state last came
+        self._stops = 0  # stops asked so far: a path solved while one came is not executed
         self.commander = make_commander(
             self,
             config.command_interface,
@@ -377,12 +381,17 @@ class IKServer(Node):
                     self.get_logger().info('solve_path: a resent request, answered as before')
                     return self._last_path[1]
             solvers = self.position_only_solvers if request.position_only else self.solvers
-            response = path_service.solve_path(
-                request, self.chain, self.base_frame, self.settings, before,
-                solvers.get(solver_name),
+            stops = self._stops
+            self.get_logger().info(f'solve_path: {path_service.describe_request(request)}')
+            response = await self.worker.run(
+                path_service.solve_path, request, self.chain, self.base_frame, self.settings,
+                before, solvers.get(solver_name),
             )  # fmt: skip
             if key is not None:
                 self._last_path = (key, response, time.monotonic() + RESENT_PATH_S)
+            if request.execute and response.success and self._stops != stops:
+                response.message += '; not executed: a stop came while it was solved'
+                return response
             if request.execute and response.success:
                 # The path starts where the arm was when asked: not sent where it moved since.
                 now, reason = self.fresh_joints()
@@ -483,6 +492,7 @@ class IKServer(Node):
         """Hold the arm where its joint states last were, over STOP_TIME_S: the goal replaces
         the one in progress (a legacy path's remaining points are not sent). Without recent
         joint states, a trajectory goal in progress is canceled (its controller holds the arm)."""
+        self._stops += 1
         self.commander.drop_pending()
         if self.config.command_interface == 'none':
             response.success = False
@@ -504,6 +514,10 @@ class IKServer(Node):
             response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
         log_outcome(self.get_logger(), response.success, f'stop: {response.message}')
         return response
+
+    def destroy_node(self) -> None:
+        self.worker.close()
+        super().destroy_node()
 
     def fresh_joints(self) -> tuple[np.ndarray | None, str]:
         """The arm's joints (n,) from joint states at most STALE_STATES_S old, or None and why
@@ -601,8 +615,8 @@ def describe(solutions: Solutions) -> str:
 
 
 def main(args: list[str] | None = None) -> int:
-    # run_node spins on one thread: solvers keep scratch buffers, and rclpy's multi-threaded
-    # executor would more than double a request's round trip. Moves await the controller as
+    # run_node spins on one thread: rclpy's multi-threaded executor would more than double a
+    # request's round trip. Moves await the controller, and paths the solver thread, as
     # coroutines instead.
     try:
         run_node(IKServer, args)

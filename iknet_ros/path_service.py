@@ -172,6 +172,17 @@ def solve_path(
     return response
 
 
+def describe_request(request: SolvePath.Request) -> str:
+    """What a request asks, in a few words, for the server's log as it starts on it."""
+    count = len(request.path.poses) + len(request.timed_path.poses)
+    asks = [f'{count} waypoint{"s" if count != 1 else ""}']
+    if request.alternatives:
+        asks.append(f'{request.alternatives} alternatives')
+    asks += [word for word, asked in [('tighten', request.tighten), ('execute', request.execute)]
+             if asked]  # fmt: skip
+    return ', '.join(asks)
+
+
 def path_targets(
     request: SolvePath.Request, base_frame: str
 ) -> tuple[np.ndarray, np.ndarray | None]:

@@ -10,7 +10,9 @@ from chain_helpers import omx_with_one_turn_base
 from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
+from open_manipulator_msgs.srv import SetJointPosition
 from processes import NODE_START_S
+from rcl_interfaces.msg import Log
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from test_path_timing import finite_differences
@@ -18,6 +20,7 @@ from test_path_timing import finite_differences
 from iknet.srv import SolveIK, SolvePath
 from iknet_core.kinematics import OMX_CHAIN, forward_kinematics
 from iknet_core.kinematics.fk import pose_from_joints
+from iknet_core.kinematics.robots import example_robot_urdf, named_chain
 from iknet_core.resources import installed_executable as executable
 from iknet_core.solvers.path import smooth_joint_paths
 from iknet_core.solvers.settings import DEFAULT_SETTINGS
@@ -636,3 +639,58 @@ def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processe
     again = ros.call(arm.client, request, timeout_s=60.0, resend=False)
     assert not again.success and not again.executed
     assert "execute needs where the arm is: the arm's latest joint states are" in again.message
+
+
+def test_a_stop_is_answered_while_a_long_path_is_solved_and_that_path_is_not_executed(
+    processes, ros, tmp_path
+):
+    # A 7-joint arm's long path with many starts, tightened, takes seconds to solve: the server
+    # solves it on its solver thread, so a stop is answered meanwhile, and the path it then
+    # answers is not sent to the arm (the stop came after it was asked).
+    chain = named_chain('panda')
+    start = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+    curve = start + np.linspace(0.0, 1.0, 3000)[:, None] * np.array(
+        [0.5, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5]
+    )
+    node = ros.node('panda_controller_stand_in')
+    commanded = []
+
+    def take_goal(request, response):
+        commanded.append(list(request.joint_position.position))
+        response.is_planned = True
+        return response
+
+    node.create_service(SetJointPosition, '/goal_joint_space_path', take_goal)
+    states = node.create_publisher(JointState, '/joint_states', 10)
+    arm = JointState(name=list(chain.joint_names), position=start.tolist())
+    node.create_timer(0.05, lambda: states.publish(arm))
+    logged = []
+    node.create_subscription(Log, '/rosout', lambda entry: logged.append(entry.msg), 100)
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', f'urdf:={example_robot_urdf("panda")}',
+        '-p', 'base_link:=panda_link0', '-p', 'tip_link:=panda_hand', '-p', 'device:=cpu',
+        log=log,
+    )  # fmt: skip
+    client = node.create_client(SolvePath, '/ik_server/solve_path')
+    stop = node.create_client(Trigger, '/ik_server/stop')
+    for service in (client, stop):
+        assert service.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
+    request = path_request(pose_from_joints(chain, curve), None, 'panda_link0')
+    request.execute, request.alternatives, request.tighten = True, 64, True
+    # Until the server has heard the arm's states: a one-waypoint path from them is answered.
+    probe = path_request(pose_from_joints(chain, start[None]), None, 'panda_link0')
+    assert ros.spin_until(lambda: ros.call(client, probe).success, 60.0), log.read_text()
+    asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute'
+    pending = client.call_async(request)
+    assert ros.spin_until(lambda: asked in logged, 60.0), log.read_text()
+    stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0, resend=False)
+    assert stopped.success and 'holding at' in stopped.message, stopped.message
+    assert not pending.done(), 'the path was answered before the stop'
+    assert ros.spin_until(pending.done, 300.0), 'the path is not answered'
+    response = pending.result()
+    assert response.success and not response.executed, response.message
+    assert 'not executed: a stop came while it was solved' in response.message
+    # The arm was held where it was, and given nothing of the path.
+    assert len(commanded) == 1, commanded
+    np.testing.assert_allclose(commanded[0], start)

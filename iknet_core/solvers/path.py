@@ -860,7 +860,7 @@ def _pose_hint(chain: Chain, settings: SolverSettings, failed_at: int | None) ->
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _follow(
     start, positions, rotations, joints, tip, bounds, setting_values, max_step, pull,
     near_limits, smoothest, out, errors, status,
@@ -937,7 +937,7 @@ def _follow(
     return positions.shape[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _same_target(positions, rotations, t):
     """Whether target t (t >= 1) is target t - 1 again."""
     for i in range(positions.shape[1]):
@@ -950,7 +950,7 @@ def _same_target(positions, rotations, t):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _solve_near(
     q, previous, position, rotation, joints, tip, bounds, settings, work, null_work, pull,
     near_limits,
@@ -991,13 +991,13 @@ def _solve_near(
     return position_error, orientation_error
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _or_inf(value):
     """NaN (a target FK cannot be compared with) ranks last."""
     return math.inf if math.isnan(value) else value
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _null_space_goal(q, previous, bounds, i, pull, near_limits):
     """How far joint i would like to move along the null space: back to the previous waypoint,
     and the share pull of the way from there towards the middle of its limits; near_limits:

@@ -56,7 +56,7 @@ NARROW_SEARCH_OFFSETS = np.array([0.05])
 SEARCH_DIRECTIONS = 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def search_path(
     start, positions, rotations, joints, tip, bounds, setting_values, max_step, width, offsets,
     out, errors,
@@ -156,7 +156,7 @@ def search_path(
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _null_basis(projector, basis):
     """basis (m, n): unit directions in the null space, the projector's largest columns made
     orthogonal one after another (Gram-Schmidt)."""
@@ -173,7 +173,7 @@ def _null_basis(projector, basis):
             basis[d, i] = column[i] / norm
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _orthogonal_column(projector, j, basis, count, column):
     """column (n,) = the projector's column j less its parts along basis[:count]; returns its
     squared norm."""

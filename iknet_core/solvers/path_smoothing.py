@@ -31,7 +31,7 @@ SMOOTHING_PASSES = 3
 _RIDGE = 1e-2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def smooth_path(
     path, positions, rotations, joints, tip, bounds, setting_values, max_step, passes,
     pinned_end, errors, peak_power=0.0,
@@ -82,7 +82,7 @@ def smooth_path(
         errors[:] = trial_errors
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def mend_spikes(
     path, positions, rotations, joints, tip, bounds, setting_values, factor, longest, errors
 ):  # fmt: skip
@@ -148,7 +148,7 @@ def mend_spikes(
     return mended
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _step(a, b):
     """The largest joint change (rad) from a to b: path.joint_steps' measure, compiled."""
     largest = 0.0
@@ -157,14 +157,14 @@ def _step(a, b):
     return largest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _steps(path, out):
     """out (T - 1,): _step between each pair of consecutive waypoints of path (T, n)."""
     for t in range(1, path.shape[0]):
         out[t - 1] = _step(path[t - 1], path[t])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_stands_out(path, factor):
     """Whether the largest joint step of path (T, n) is more than factor times its median step
     (_step's measure): compiled, because follow_path asks after every stage and np.median cost
@@ -176,7 +176,7 @@ def step_stands_out(path, factor):
     return steps.max() > factor * np.median(steps)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _squared_travel(path, weights):
     total = 0.0
     for t in range(1, path.shape[0]):
@@ -185,7 +185,7 @@ def _squared_travel(path, weights):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _peak_weights(path, power, weights):
     """weights[t, i] = 1 + (joint i's change into waypoint t / the median step) ** power (all 1
     where the median step is 0: a path that mostly stands still has no peaks to weigh)."""
@@ -199,7 +199,7 @@ def _peak_weights(path, power, weights):
             weights[t, i] = 1.0 + (change / median) ** power if median > 1e-12 else 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _least_travel_offsets(path, bases, weights, pinned_end, offsets):
     """offsets (T, n): v_t = Z_t a_t, Z_t (n, r) the orthonormal null-space basis at waypoint t
     (bases), minimizing sum_t |q_t - q_t-1 + v_t - v_t-1|^2_W_t + ridge |a|^2 with v_0 = 0 (and

@@ -165,7 +165,7 @@ def _speed_caps(
     return caps
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reachable_speeds(caps, lengths, max_acceleration):
     """(T,) the speeds under caps that each waypoint can reach from the one before and stop
     from by the one after at max_acceleration: a forward and a backward pass."""
