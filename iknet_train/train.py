@@ -306,6 +306,28 @@ def interrupted(args: argparse.Namespace, started: float) -> str:
     )
 
 
+def written_over(args: argparse.Namespace) -> list[str]:
+    """What of an earlier run this one writes over, said as it starts (a Ctrl-C then keeps it):
+    a model at --save-model, and a run's log and plot in --out (a stopped run's snapshot is
+    kept aside instead). A resumed run carries its own on: nothing is said."""
+    if args.resume is not None:
+        return []
+    said = []
+    if args.save_model.is_file():
+        written = time.strftime('%Y-%m-%d %H:%M', time.localtime(args.save_model.stat().st_mtime))
+        said.append(
+            f'--save-model {args.save_model} exists (written {written}): this run writes over '
+            'it when it ends; give another --save-model to keep it'
+        )
+    files = [name for name in (LOG_FILE, LOSS_PLOT_FILE) if (args.out / name).is_file()]
+    if files:
+        said.append(
+            f"--out {args.out} holds an earlier run's {' and '.join(files)}: this run writes "
+            'over them; give another --out to keep them'
+        )
+    return said
+
+
 def overridden_flags(
     own_argv: Sequence[str], extra_argv: Sequence[str], names: Sequence[str]
 ) -> tuple[list[str], argparse.Namespace]:
@@ -593,6 +615,8 @@ def _train(
     # run's: refused, before the data loads. Held until this run ends.
     held.enter_context(out_folder_held(args.out))
     args.out_held = True
+    for warning in written_over(args):
+        logger.warning(warning)
     train_set, val_set, counts = split_data(args, chain, recorded_data(args, chain))
     logger.info(
         'training on %s', json.dumps({k: v for k, v in counts.items() if 'range' not in k})

@@ -402,8 +402,11 @@ def test_resume_refuses_a_snapshot_of_another_arm(tmp_path: Path) -> None:
         check_resumed_run(snapshot, again)
 
 
-def test_a_new_run_keeps_a_stopped_runs_snapshot_aside(recording: Path, tmp_path: Path) -> None:
+def test_a_new_run_keeps_a_stopped_runs_snapshot_aside_and_says_what_it_writes_over(
+    recording: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
+    assert 'writes over' not in caplog.text
     record = tmp_path / 'snapshot.json'
     assert json.loads(record.read_text())['finished'] is True
     # As a run stopped after an epoch leaves it: its snapshot, and a record not finished.
@@ -413,9 +416,18 @@ def test_a_new_run_keeps_a_stopped_runs_snapshot_aside(recording: Path, tmp_path
     (kept,) = tmp_path.glob('snapshot.unfinished-*[0-9]')
     assert kept.read_bytes() == stopped
     assert json.loads(Path(f'{kept}.json').read_text())['seed'] == 0
-    # A finished run's snapshot is written over: its model was saved.
+    # A finished run's snapshot is written over: its model was saved. What is written over is
+    # said as the run starts.
+    caplog.clear()
     assert train(recording, tmp_path, '--epochs', '1', '--model-config', SMALL) == 0
     assert len(list(tmp_path.glob('snapshot.unfinished-*[0-9]'))) == 1
+    error = caplog.text
+    assert f'--save-model {tmp_path / "model.pt"} exists (written ' in error, error
+    assert f"--out {tmp_path} holds an earlier run's log and loss.png" in error, error
+    # Not by a run into a folder of its own.
+    caplog.clear()
+    assert train(recording, tmp_path / 'new', '--epochs', '1', '--model-config', SMALL) == 0
+    assert 'writes over' not in caplog.text
 
 
 @pytest.mark.filterwarnings('ignore:val/loss is not in observation')
