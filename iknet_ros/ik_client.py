@@ -331,6 +331,11 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     request = SolveIK.Request(max_solutions=1, refine=True, position_only=path.shape[1] == 3)
     request.target.header.frame_id = args.frame
     request.target.pose = first
+    client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
+    # The server first: with none running, the wait for the arm's joint states is not spent.
+    if not client.wait_for_service(timeout_sec=args.timeout):
+        print(f'error: service {client.srv_name} is not available', file=sys.stderr)
+        return False
     # The seed, so the first waypoint is on the arm's branch; a move waits for it whatever.
     discovery_s = None if args.move else JOINT_STATES_DISCOVERY_S
     present = joint_state(node, args.timeout, no_publisher_after_s=discovery_s)
@@ -343,7 +348,6 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
             else f'no /joint_states within {args.timeout} s'
         )
         print(f"note: {why}: the first waypoint is solved without the arm's joints")
-    client = node.create_client(SolveIK, f'{args.server}/solve_ik', qos_profile=SERVICE_QUEUE_QOS)
     answer = ask_seeded(node, client, request, args.timeout)
     if answer is None or not answer.success:
         reason = answer.message if answer else 'no answer'

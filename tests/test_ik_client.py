@@ -102,6 +102,15 @@ def test_without_an_arm_a_path_is_solved_without_waiting_for_joint_states(proces
     assert 'line of 20 waypoints: success' in result.stdout
 
 
+def test_a_path_with_no_server_says_so_before_waiting_for_joint_states(ros_env):
+    command = [str(executable('ik_client')), '--line', '0.2,-0.05,0.12:0.2,0.05,0.12',
+               '--server', '/nobody', '--timeout', '3']  # fmt: skip
+    result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'error: service /nobody/solve_ik is not available' in result.stderr, result.stderr
+    assert '/joint_states' not in result.stdout, result.stdout
+
+
 def test_a_line_is_followed_moved_and_plotted(server, ros_env, tmp_path):
     plot = tmp_path / 'line.png'
     line = ('--line', '0.2,-0.05,0.12:0.2,0.05,0.12', '--steps', '30', '--pitch', '0.5')
