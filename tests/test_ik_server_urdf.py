@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from arm_helpers import legacy_controller_stand_in
 from chain_helpers import omx_with_one_turn_base
-from open_manipulator_msgs.srv import SetJointPosition, SetKinematicsPose
+from open_manipulator_msgs.srv import SetKinematicsPose
 from processes import NODE_START_S
 from rcl_interfaces.srv import GetParameters
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -110,14 +111,7 @@ def test_a_continuous_joint_is_solved_and_moved_on_from_where_the_arm_is(process
     urdf = tmp_path / 'omx_continuous.urdf'
     urdf.write_text(chain_to_urdf(chain))
     node = ros.node('legacy_controller_stand_in')
-    commanded = []
-
-    def take_goal(request, response):
-        commanded.append(list(request.joint_position.position))
-        response.is_planned = True
-        return response
-
-    node.create_service(SetJointPosition, '/goal_joint_space_path', take_goal)
+    commanded = legacy_controller_stand_in(node)
     arm = [3.0 + 2 * math.pi, 0.1, 0.2, 0.3]
     states = node.create_publisher(JointState, '/joint_states', 10)
     node.create_timer(

@@ -5,12 +5,12 @@ import time
 
 import numpy as np
 import pytest
+from arm_helpers import legacy_controller_stand_in
 from builtin_interfaces.msg import Time
 from chain_helpers import omx_with_one_turn_base
 from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
-from open_manipulator_msgs.srv import SetJointPosition
 from processes import NODE_START_S
 from rcl_interfaces.msg import Log
 from sensor_msgs.msg import JointState
@@ -653,14 +653,7 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_that_path_is_not_exe
         [0.5, 0.3, -0.3, 0.4, 0.3, -0.3, 0.5]
     )
     node = ros.node('panda_controller_stand_in')
-    commanded = []
-
-    def take_goal(request, response):
-        commanded.append(list(request.joint_position.position))
-        response.is_planned = True
-        return response
-
-    node.create_service(SetJointPosition, '/goal_joint_space_path', take_goal)
+    commanded = legacy_controller_stand_in(node)
     states = node.create_publisher(JointState, '/joint_states', 10)
     arm = JointState(name=list(chain.joint_names), position=start.tolist())
     node.create_timer(0.05, lambda: states.publish(arm))
