@@ -21,7 +21,7 @@ import rclpy
 from geometry_msgs.msg import Pose
 from open_manipulator_msgs.srv import SetKinematicsPose
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -49,6 +49,7 @@ from iknet_ros import parameters, path_service
 from iknet_ros.arm_command import log_outcome, make_commander
 from iknet_ros.node_runtime import run_node
 from iknet_ros.qos import SERVICE_QUEUE_QOS
+from iknet_ros.request_turns import Turns
 from iknet_ros.requests import (
     RequestError,
     Target,
@@ -99,7 +100,7 @@ class IKServer(Node):
         # resend of it is answered the same (solve_path).
         self._last_path: tuple[object, SolvePath.Response | None, float] = (None, None, 0.0)
         self._joint_states_at: dict[str, float] = {}  # when each joint's state last came
-        self._stops = 0  # stops asked so far: a path solved while one came is not executed
+        self._stops = 0  # stops asked so far: what was asked before one is not moved
         self.commander = make_commander(
             self,
             config.command_interface,
@@ -114,9 +115,11 @@ class IKServer(Node):
             self.solve_ik,
             qos_profile=SERVICE_QUEUE_QOS,
         )
-        # Moves share a group of their own: a move awaiting the controller must not hold up IK
-        # requests, and two moves must not interleave their goals.
-        moves = MutuallyExclusiveCallbackGroup()
+        # Paths and moves start as they come (each takes the count of stops then), and take
+        # turns in that order (self.turns): a move awaiting the controller or a path being solved
+        # must not hold up IK requests or a stop, and two must not interleave their goals.
+        moves = ReentrantCallbackGroup()
+        self.turns = Turns()
         self.create_service(
             SolvePath,
             '~/solve_path',
@@ -361,6 +364,17 @@ class IKServer(Node):
         `success: false` with the reason."""
         if not self.solvers:
             return SolvePath.Response(success=False, failed_at=-1, message=self.not_ready())
+        stops = self._stops
+        self.get_logger().debug(
+            f'solve_path: {path_service.describe_request(request)}; {self.ahead()}'
+        )
+        async with self.turns:
+            return await self.answer_solve_path(request, stops)
+
+    async def answer_solve_path(
+        self, request: SolvePath.Request, stops: int
+    ) -> SolvePath.Response:
+        """solve_path's answer in its turn; stops: the count of stops when it was asked."""
         try:
             if request.execute and self.joint_states_age() > STALE_STATES_S:
                 # (No joint states at all: path_service says so.)
@@ -381,8 +395,6 @@ class IKServer(Node):
                     self.get_logger().info('solve_path: a resent request, answered as before')
                     return self._last_path[1]
             solvers = self.position_only_solvers if request.position_only else self.solvers
-            stops = self._stops
-            self.get_logger().info(f'solve_path: {path_service.describe_request(request)}')
             response = await self.worker.run(
                 path_service.solve_path, request, self.chain, self.base_frame, self.settings,
                 before, solvers.get(solver_name),
@@ -390,7 +402,7 @@ class IKServer(Node):
             if key is not None:
                 self._last_path = (key, response, time.monotonic() + RESENT_PATH_S)
             if request.execute and response.success and self._stops != stops:
-                response.message += '; not executed: a stop came while it was solved'
+                response.message += '; not executed: a stop came after it was asked'
                 return response
             if request.execute and response.success:
                 # The path starts where the arm was when asked: not sent where it moved since.
@@ -432,16 +444,24 @@ class IKServer(Node):
         if not self.solvers:
             self.get_logger().warning(f'goal_task_space_path: {self.not_ready()}')
             return response
+        stops = self._stops
+        self.get_logger().debug(f'goal_task_space_path: {self.ahead()}')
         try:
-            return await self.move_to_pose(request, response)
+            async with self.turns:
+                return await self.move_to_pose(request, response, stops)
         except Exception:  # a service callback must never take the node down
             self.get_logger().error(f'goal_task_space_path failed:\n{traceback.format_exc()}')
             response.is_planned = False
             return response
 
     async def move_to_pose(
-        self, request: SetKinematicsPose.Request, response: SetKinematicsPose.Response
+        self,
+        request: SetKinematicsPose.Request,
+        response: SetKinematicsPose.Response,
+        stops: int,
     ) -> SetKinematicsPose.Response:
+        """goal_task_space_path's move in its turn; stops: the count of stops when it was
+        asked."""
         # ROBOTIS's own KinematicsPose has no header; a widely used fork adds one.
         header = getattr(request.kinematics_pose, 'header', None)
         try:
@@ -461,6 +481,8 @@ class IKServer(Node):
         # From where the arm is: its fresh joint states, else its latest (the seed).
         start = self.fresh_joints()[0]
         refusal = move_refusal(self.chain, solutions, seed if start is None else start, path_time)
+        if self._stops != stops:
+            refusal = 'a stop came after it was asked'
         if refusal:
             self.get_logger().warning(f'goal_task_space_path refused: {refusal}')
             return response
@@ -514,6 +536,11 @@ class IKServer(Node):
             response.message = f'holding at {np.round(present, 4).tolist()}: {sent}'
         log_outcome(self.get_logger(), response.success, f'stop: {response.message}')
         return response
+
+    def ahead(self) -> str:
+        """For the log as a path or move request comes: what it waits for."""
+        count = self.turns.ahead()
+        return f'{count} request{"" if count == 1 else "s"} ahead'
 
     def destroy_node(self) -> None:
         self.worker.close()

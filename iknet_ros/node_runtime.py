@@ -123,7 +123,9 @@ def run_node(
     finally:
         stop.ignore()
         if executor is not None:
-            executor.shutdown()
+            # Bounded: a coroutine still awaiting (a move's controller, a path's solve) must not
+            # hold the tear-down where an rclpy release waits for outstanding callbacks.
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()

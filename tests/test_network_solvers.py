@@ -86,6 +86,27 @@ def test_refined_solutions_agree_across_backends_within_1e_5_rad(model_path, tar
                 assert np.abs(difference).max() < 1e-5, (backend, index)
 
 
+@pytest.mark.parametrize('backend', ['compiled', 'torch', 'onnxruntime'])
+def test_one_solver_answers_two_threads_at_once_as_it_answers_one(model_path, targets, backend):
+    # The server answers ~/solve_ik on its executor thread while a path (its alternative
+    # starts: the same solver) is solved on its worker thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    network = NetworkProposer(model_path, 'cpu', backend)
+    solver = build_solver('network+refine', OMX_CHAIN, network, SolverSettings())
+    poses = list(zip(*targets, strict=True)) * 5
+
+    def answer_all(_: int) -> list[np.ndarray]:
+        return [solver.solve(p, r, max_solutions=4).joints for p, r in poses]
+
+    alone = answer_all(0)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(answer_all, range(2)))
+    for answers in together:
+        for one, other in zip(alone, answers, strict=True):
+            np.testing.assert_array_equal(one, other)
+
+
 @pytest.mark.parametrize('solver_name', ['network', 'network+refine'])
 def test_single_query_kernel_answers_as_the_network_called_apart(tmp_path, targets, solver_name):
     """The compiled backend runs the network inside the first try's kernel; torch's proposals

@@ -11,6 +11,7 @@ from chain_helpers import omx_with_one_turn_base
 from geometry_msgs.msg import Pose, PoseStamped
 from message_helpers import readme_service_calls
 from open_manipulator_msgs.msg import KinematicsPose
+from open_manipulator_msgs.srv import SetKinematicsPose
 from processes import NODE_START_S
 from rcl_interfaces.msg import Log
 from sensor_msgs.msg import JointState
@@ -641,12 +642,12 @@ def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processe
     assert "execute needs where the arm is: the arm's latest joint states are" in again.message
 
 
-def test_a_stop_is_answered_while_a_long_path_is_solved_and_that_path_is_not_executed(
+def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_is_not_moved(
     processes, ros, tmp_path
 ):
     # A 7-joint arm's long path with many starts, tightened, takes seconds to solve: the server
-    # solves it on its solver thread, so a stop is answered meanwhile, and the path it then
-    # answers is not sent to the arm (the stop came after it was asked).
+    # solves it on its worker thread, so a stop is answered meanwhile. Neither that path nor a
+    # move asked after it but before the stop (waiting its turn) is then sent to the arm.
     chain = named_chain('panda')
     start = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
     curve = start + np.linspace(0.0, 1.0, 3000)[:, None] * np.array(
@@ -660,30 +661,53 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_that_path_is_not_exe
     logged = []
     node.create_subscription(Log, '/rosout', lambda entry: logged.append(entry.msg), 100)
     log = tmp_path / 'server.log'
-    processes.start(
+    server = processes.start(
         executable('ik_server'), '--ros-args', '-p', f'urdf:={example_robot_urdf("panda")}',
         '-p', 'base_link:=panda_link0', '-p', 'tip_link:=panda_hand', '-p', 'device:=cpu',
-        log=log,
+        '--log-level', 'ik_server:=debug', log=log,
     )  # fmt: skip
     client = node.create_client(SolvePath, '/ik_server/solve_path')
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
     stop = node.create_client(Trigger, '/ik_server/stop')
-    for service in (client, stop):
+    for service in (client, mover, stop):
         assert service.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     request = path_request(pose_from_joints(chain, curve), None, 'panda_link0')
     request.execute, request.alternatives, request.tighten = True, 64, True
     # Until the server has heard the arm's states: a one-waypoint path from them is answered.
     probe = path_request(pose_from_joints(chain, start[None]), None, 'panda_link0')
     assert ros.spin_until(lambda: ros.call(client, probe).success, 60.0), log.read_text()
-    asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute'
-    pending = client.call_async(request)
+    path = client.call_async(request)
+    asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute; 0 requests ahead'
     assert ros.spin_until(lambda: asked in logged, 60.0), log.read_text()
+    move = SetKinematicsPose.Request(planning_group='arm', path_time=2.0)
+    goal = pose_from_joints(chain, curve[-1:])[0]
+    pose = move.kinematics_pose.pose
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in goal[:3])
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in goal[3:])
+    moved = mover.call_async(move)
+    waiting = 'goal_task_space_path: 1 request ahead'
+    assert ros.spin_until(lambda: waiting in logged, 60.0), log.read_text()
     stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0, resend=False)
     assert stopped.success and 'holding at' in stopped.message, stopped.message
-    assert not pending.done(), 'the path was answered before the stop'
-    assert ros.spin_until(pending.done, 300.0), 'the path is not answered'
-    response = pending.result()
+    assert not path.done(), 'the path was answered before the stop'
+    assert ros.spin_until(lambda: path.done() and moved.done(), 300.0), 'no answer'
+    response = path.result()
     assert response.success and not response.executed, response.message
-    assert 'not executed: a stop came while it was solved' in response.message
-    # The arm was held where it was, and given nothing of the path.
+    assert 'not executed: a stop came after it was asked' in response.message
+    assert not moved.result().is_planned
+    # The arm was held where it was, and given nothing of the path or the move.
     assert len(commanded) == 1, commanded
     np.testing.assert_allclose(commanded[0], start)
+    # A Ctrl-C while a path ten times as long is solved ends the server cleanly, within the
+    # grace before SIGKILL, instead of waiting the solve out.
+    logged.clear()
+    longer = np.concatenate([curve, curve[::-1]] * 5)
+    longer_request = path_request(pose_from_joints(chain, longer), None, 'panda_link0')
+    longer_request.alternatives, longer_request.tighten = 64, True
+    client.call_async(longer_request)
+    assert ros.spin_until(lambda: any('30000 waypoints' in m for m in logged), 60.0), logged
+    processes.stop_all(grace_s=10.0)
+    text = log.read_text()
+    assert server.returncode == 0 and 'Traceback' not in text, text
+    assert 'goal_task_space_path refused: a stop came after it was asked' in text

@@ -19,7 +19,10 @@ Proposer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class Solver(Protocol):
-    """An IK backend: one pose with every detail, or many poses for throughput."""
+    """An IK backend: one pose with every detail, or many poses for throughput.
+
+    Safe to call from two threads at once (the server answers IK while a path is solved on its
+    worker thread): no state changes after construction, buffers allocated per call."""
 
     chain: Chain
 
