@@ -39,6 +39,7 @@ from iknet_core.solvers.factory import NETWORK_SOLVERS, available_solvers, build
 from iknet_core.solvers.network import NetworkProposer, load_networks
 from iknet_core.solvers.path_timing import SLIDE_METRES_PER_RAD, slide_units, velocity_limits
 from iknet_core.solvers.policy import (
+    arm_pose_count,
     continuous_joints,
     continuous_nearest,
     into_limits,
@@ -353,7 +354,7 @@ class IKServer(Node):
         response.success = bool(solutions.success)
         response.message = (
             f'{solver_name}{" (position only)" if request.position_only else ""}: '
-            f'{describe(solutions)} in {seconds * 1e6:.0f} us'
+            f'{describe(solutions, self.chain, self.settings)} in {seconds * 1e6:.0f} us'
         )
         return response
 
@@ -627,8 +628,12 @@ def move_refusal(
     )
 
 
-def describe(solutions: Solutions) -> str:
-    """One line for the response message and the log: how good the best solution is."""
+def describe(
+    solutions: Solutions, chain: Chain | None = None, settings: SolverSettings | None = None
+) -> str:
+    """One line for the response message and the log: how good the best solution is; given the
+    chain and settings, how many of several solutions are other arm poses, not whole-turn twins
+    of one (an arm with fewer arm poses than asked for fills up with those)."""
     if not len(solutions):
         return 'no solution'
     error = (
@@ -638,7 +643,12 @@ def describe(solutions: Solutions) -> str:
     if not solutions.success:
         return f'no solution within tolerance; nearest is {error} from the target'
     limits = ' (outside the software limits)' if solutions.left_limits else ''
-    return f'{len(solutions)} solution(s), best {error}{limits}'
+    poses = ''
+    if chain is not None and settings is not None and len(solutions) > 1:
+        count = arm_pose_count(chain, solutions.joints, settings.duplicate_tolerance)
+        if count < len(solutions):
+            poses = f' ({count} arm pose{"" if count == 1 else "s"}, the rest whole-turn twins)'
+    return f'{len(solutions)} solution(s){poses}, best {error}{limits}'
 
 
 def main(args: list[str] | None = None) -> int:

@@ -375,3 +375,28 @@ def test_a_move_outside_the_limits_or_too_fast_is_refused_with_the_reason():
     assert outside.startswith('joint4 = 2.0500 rad is outside its software limits')
     on_limit = solutions(0.0, 0.0, 0.0, 1.97 + 1e-14)
     assert move_refusal(OMX_CHAIN, on_limit, start, 1.0) == ''
+
+
+def test_several_solutions_say_how_many_are_other_arm_poses():
+    # A UR5 has eight arm poses at most, and turns whole turns at every joint: asked for eight,
+    # some answers are twins of others, which the message says rather than eight arm poses.
+    from iknet_core.kinematics.robots import named_chain
+    from iknet_core.solvers.factory import build_solver
+    from iknet_core.solvers.policy import arm_pose_count
+    from iknet_core.solvers.settings import DEFAULT_SETTINGS
+    from iknet_ros.ik_server import describe
+
+    chain = named_chain('ur5')
+    position, rotation = forward_kinematics(chain, np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2]))
+    solutions = build_solver('refine-from-zero', chain).solve(position, rotation, max_solutions=8)
+    count = arm_pose_count(chain, solutions.joints, DEFAULT_SETTINGS.duplicate_tolerance)
+    assert 1 < count < len(solutions) == 8
+    said = describe(solutions, chain, DEFAULT_SETTINGS)
+    assert said.startswith(f'8 solution(s) ({count} arm poses, the rest whole-turn twins), best')
+    # A twin is a row turned a whole turn at a joint that turns; another arm pose is not.
+    first = solutions.joints[0]
+    twin, other = first + np.array([2 * math.pi, 0, 0, 0, 0, 0]), first + 0.3
+    assert arm_pose_count(chain, np.array([first, twin]), 1e-3) == 1
+    assert arm_pose_count(chain, np.array([first, twin, other]), 1e-3) == 2
+    one = build_solver('refine-from-zero', chain).solve(position, rotation)
+    assert describe(one, chain, DEFAULT_SETTINGS).startswith('1 solution(s), best')

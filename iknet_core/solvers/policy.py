@@ -47,6 +47,16 @@ def full_turn_joints(chain: Chain, bounds: str = 'reach') -> np.ndarray:
     return (high - low >= TURN - _SLACK) & revolute
 
 
+def arm_pose_count(chain: Chain, joints: np.ndarray, tolerance: float) -> int:
+    """How many arm poses solutions (k, n) are: rows the same up to whole turns of the joints
+    that turn them (within tolerance rad) are one, as the ranking of several solutions takes
+    them."""
+    groups = np.empty(len(joints), dtype=np.int64)
+    full_turn = full_turn_joints(chain).astype(np.float64)
+    _arm_poses(np.ascontiguousarray(joints, dtype=np.float64), full_turn, tolerance, groups)
+    return len(np.unique(groups))
+
+
 def continuous_joints(chain: Chain) -> np.ndarray:
     """(n,) bool: the chain's continuous joints (URDF), which turn without end."""
     return np.array([joint.continuous for joint in chain.joints], dtype=bool)
