@@ -50,6 +50,22 @@ def declare(
     return value
 
 
+def warn_of_unknown(node: Node) -> None:
+    """Warn of parameters given to the node (`-p`, a launch file, a YAML file) that it does not
+    have: rclpy ignores them without a word, so a typo (`baselink:=...`) went unnoticed."""
+    given = getattr(node, '_parameter_overrides', {})  # rclpy keeps them nowhere public
+    unknown = sorted(
+        name
+        for name in given
+        if not node.has_parameter(name) and not name.startswith('qos_overrides.')
+    )
+    if unknown:
+        node.get_logger().warning(
+            f'not parameters of {node.get_name()}, ignored: {unknown} (a typo?); its parameters: '
+            f'{sorted(node.get_parameters_by_prefix(""))}'
+        )
+
+
 def _is_floats(value: Any) -> bool:
     many = isinstance(value, list | tuple) and bool(value)
     return isinstance(value, float) or (many and all(isinstance(v, float) for v in value))

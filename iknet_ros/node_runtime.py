@@ -32,6 +32,8 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.signals import uninstall_signal_handlers
 
+from iknet_ros.node_parameters import warn_of_unknown
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 HANGUP = getattr(signal, 'SIGHUP', None)  # none on Windows
 SPIN_PERIOD_S = 0.1  # the longest wait before a node checks it should stop
@@ -106,6 +108,7 @@ def run_node(
             rclpy.init(args=args)
             initialized = True
             node = make_node()
+            warn_of_unknown(node)
             executor = SingleThreadedExecutor()
             executor.add_node(node)
         except (KeyboardInterrupt, Exception):

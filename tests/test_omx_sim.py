@@ -171,6 +171,17 @@ def test_whole_numbers_are_taken_for_float_parameters(processes, ros, tmp_path):
     assert 'simulated OM-X at 50 Hz' in (tmp_path / 'sim.log').read_text()
 
 
+def test_a_parameter_the_node_does_not_have_is_named_in_a_warning(processes, ros, tmp_path):
+    # rclpy ignores it: a typo of a real one (rate_hz) went unnoticed.
+    start_sim(processes, tmp_path, rate_hrz=50)
+    SimClient(ros).arm()  # up and publishing
+    processes.stop_all()  # its log, whole
+    log = (tmp_path / 'sim.log').read_text()
+    said = "not parameters of open_manipulator_x_controller, ignored: ['rate_hrz'] (a typo?)"
+    assert said in log, log
+    assert "'rate_hz'" in log
+
+
 def test_torque_off_is_hand_guided_and_refuses_goals(processes, ros, tmp_path):
     start_sim(processes, tmp_path, seed=0)
     sim = SimClient(ros)
