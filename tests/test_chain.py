@@ -59,7 +59,10 @@ def test_a_model_for_the_same_joints_with_another_geometry_says_what_differs():
     joints = list(OMX_CHAIN.joints)
     joints[2] = replace(joints[2], origin_xyz=(0.13, 0.0, 0.0))
     longer = replace(OMX_CHAIN, joints=tuple(joints))
-    differs = r'they differ in joint3 origin_xyz \(0.024, 0.0, 0.128\) vs \(0.13, 0.0, 0.0\)'
+    differs = (
+        r"not the 'open_manipulator_x' asked for, which has the same name: they differ in joint3 "
+        r'origin_xyz \(0.024, 0.0, 0.128\) vs \(0.13, 0.0, 0.0\)'
+    )
     with pytest.raises(ValueError, match=differs):
         model_chain_for(longer, OMX_CHAIN, 'omx.pt')
     with pytest.raises(ValueError, match=r'tip_xyz \(0.126, 0.0, 0.0\) vs \(0.2, 0.0, 0.0\)'):

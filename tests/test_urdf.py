@@ -143,6 +143,14 @@ def test_xacro_file_is_expanded(tmp_path: Path) -> None:
     path = tmp_path / 'omx.urdf.xacro'
     path.write_text(xml.split('?>', 1)[1])
     assert chain_from_urdf(path, 'world', 'end_effector_link') == OMX_CHAIN
+    # One that needs an argument without a default says how to expand it first.
+    needs = xml.split('?>', 1)[1].replace(
+        '<xacro:property name="upper" value="0.128"/>',
+        '<xacro:arg name="upper"/><xacro:property name="upper" value="$(arg upper)"/>',
+    )
+    path.write_text(needs)
+    with pytest.raises(UrdfError, match=r'xacro failed: .*NAME:=VALUE > arm.urdf'):
+        chain_from_urdf(path, 'world', 'end_effector_link')
 
 
 def write(xml: str) -> str:

@@ -180,10 +180,13 @@ def model_chain_for(asked: Chain | None, model_chain: Chain, model: object) -> C
     another arm was asked. The asked one where given: the same arm, with what does not tell
     arms apart (velocity limits, continuous marks) as asked."""
     if asked is not None and asked != model_chain:
+        if asked.name == model_chain.name:  # the same name and joints, another base or tip
+            asked_for = f'not the {asked.name!r} asked for, which has the same name'
+        else:
+            asked_for = f'not {asked.name!r} ({asked.joint_names})'
         raise ValueError(
             f'{model} was trained for chain {model_chain.name!r} ({model_chain.joint_names}), '
-            f'not {asked.name!r} ({asked.joint_names}): they differ in '
-            f'{chain_difference(model_chain, asked)}'
+            f'{asked_for}: they differ in {chain_difference(model_chain, asked)}'
         )
     return model_chain if asked is None else asked
 

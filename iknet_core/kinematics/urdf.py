@@ -54,7 +54,10 @@ def read_description(source: str | Path) -> str:
         try:
             return xacro.process_file(str(path)).toprettyxml(indent='  ')
         except Exception as error:  # xacro raises its own and XML errors
-            raise UrdfError(f'{path}: xacro failed: {_one_line(error)}') from None
+            raise UrdfError(
+                f'{path}: xacro failed: {_one_line(error)} (one that needs arguments: expand it '
+                f'first, `xacro {path} NAME:=VALUE > arm.urdf`, and give arm.urdf)'
+            ) from None
     return path.read_text()
 
 
