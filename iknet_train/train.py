@@ -274,15 +274,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, OSError) as error:  # OSError: a file that cannot be read or written
             return failed('iknet-train', error)
         except KeyboardInterrupt:
-            print(f'iknet-train: {interrupted(args, started)}', file=sys.stderr)
+            print(f'iknet-train: {interrupted(args, started, argv)}', file=sys.stderr)
             return 128 + stopped_by[-1]
     return 0
 
 
-def interrupted(args: argparse.Namespace, started: float) -> str:
+def interrupted(
+    args: argparse.Namespace, started: float, argv: Sequence[str] | None = None
+) -> str:
     """What an interrupted run leaves and how to carry it on: the snapshot of its last whole
     epoch, if it wrote one (an older run's in the same --out is not its own, nor one that
-    another run wrote while this one had not yet taken the folder: args.out_held)."""
+    another run wrote while this one had not yet taken the folder: args.out_held); given its
+    argv, the whole command that does."""
     held = getattr(args, 'out_held', False)
     # Files cut off mid-write: ppe's (it writes tmp_NAME, then renames it) and the model's.
     partials = [args.out / f'tmp_{name}' for name in RUN_FILES]
@@ -300,9 +303,19 @@ def interrupted(args: argparse.Namespace, started: float) -> str:
             'the same flags, --epochs N instead of --max-time (N as logged above: "N of at most '
             'M epochs fit")'
         )
+    command = ''
+    if argv is not None and args.max_time is None:
+        # Its own flags, the --resume it was given (if any) left out: the last given counts.
+        words = list(argv)
+        for index in reversed(range(len(words))):
+            if words[index] == '--resume' and index + 1 < len(words):
+                del words[index : index + 2]
+            elif words[index].startswith('--resume='):
+                del words[index]
+        command = f': {shlex.join(["iknet-train", *words, "--resume", str(snapshot)])}'
     return (
         f'interrupted; nothing was saved to {args.save_model}. The snapshot of the last whole '
-        f'epoch is {snapshot}: carry the run on with {flags} and --resume {snapshot}'
+        f'epoch is {snapshot}: carry the run on with {flags} and --resume {snapshot}{command}'
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shlex
 import signal
 import subprocess
 import sys
@@ -245,6 +246,11 @@ def test_an_interrupted_run_names_what_carries_it_on_and_removes_only_its_own_fi
     assert f'with the same flags and --resume {out / "snapshot"}' in interrupted(
         args, time.time() - 60.0
     )
+    # Given its command line, the whole command to carry it on, its own --resume replaced.
+    argv = ['--data', 'a b', '--resume', str(args.resume), '--epochs', '9']
+    command = shlex.join(['iknet-train', '--data', 'a b', '--epochs', '9', '--resume'])
+    advice = interrupted(args, time.time() - 60.0, argv)
+    assert advice.endswith(f': {command} {out / "snapshot"}'), advice
     # A run fitted to --max-time resumes with the epochs that fit: --resume refuses --max-time.
     args.max_time = 10.0
     advice = interrupted(args, time.time() - 60.0)
