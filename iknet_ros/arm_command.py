@@ -268,7 +268,7 @@ class TrajectoryCommander(NewestGoal):
         if self._replaced(number):  # a newer goal came while this one waited for discovery
             return False, REPLACED
         if route == 'action':
-            return await self._send_goal(trajectory)
+            return await self._send_goal(trajectory, number)  # its turn (NewestGoal)
         if route == 'topic':
             self._publisher.publish(trajectory)
             return True, f'published on {self._publisher.topic_name}'
@@ -299,7 +299,8 @@ class TrajectoryCommander(NewestGoal):
                 return ''
             await first_done(self._node, self._group, None, 0.05)
 
-    async def _send_goal(self, trajectory: JointTrajectory) -> tuple[bool, str]:
+    async def _send_goal(self, trajectory: JointTrajectory, turn: int) -> tuple[bool, str]:
+        """The goal sent to the action; turn: its number among the goals asked for."""
         name = self._action_name
         # Numbered as sent, not as accepted: the controller aborts the goal this replaces as it
         # accepts this one, and that result can come in before the acceptance does.
@@ -316,6 +317,12 @@ class TrajectoryCommander(NewestGoal):
         handle = sent.result()
         if not handle.accepted:
             return False, f'{name} rejected the trajectory (its controller logs why)'
+        if self._replaced(turn):
+            # A stop came while it awaited acceptance (one without joint states to hold the arm
+            # at found no goal to cancel), or a newer goal, which would replace it anyway.
+            self._node.get_logger().info(f'{name}: canceling a goal replaced before accepted')
+            handle.cancel_goal_async()
+            return False, REPLACED
         self._active = handle
         handle.get_result_async().add_done_callback(lambda done: self._log_result(done, number))
         return True, f'sent to {name}'
