@@ -53,8 +53,8 @@ class SolverWorker:
             result, error = None, None
             try:
                 result = function(*args)
-            except Exception as raised:  # raised in the awaiting coroutine instead
-                error = raised
+            except BaseException as raised:  # raised in the awaiting coroutine instead: a
+                error = raised  # thread that died would hold every later path's turn
             with self._lock:
                 if self._closed:
                     return

@@ -1,7 +1,9 @@
 """`~/solve_path` of the IK server as a real process, called over DDS (loopback)."""
 
 import math
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +31,7 @@ from iknet_ros import path_service
 from iknet_ros.requests import RequestError
 
 MAX_VELOCITY, MAX_ACCELERATION = 0.8, 1.5  # rad/s, rad/s^2
+HELD_CONTROLLER = Path(__file__).parent / 'nodes' / 'held_trajectory_controller.py'
 
 
 @pytest.fixture
@@ -643,7 +646,7 @@ def test_a_stop_without_recent_joint_states_cancels_the_trajectory_goal(processe
 
 
 def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_is_not_moved(
-    processes, ros, tmp_path
+    processes, ros, ros_env, tmp_path
 ):
     # A 7-joint arm's long path with many starts, tightened, takes seconds to solve: the server
     # solves it on its worker thread, so a stop is answered meanwhile. Neither that path nor a
@@ -676,9 +679,16 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_
     # Until the server has heard the arm's states: a one-waypoint path from them is answered.
     probe = path_request(pose_from_joints(chain, start[None]), None, 'panda_link0')
     assert ros.spin_until(lambda: ros.call(client, probe).success, 60.0), log.read_text()
+    # (ik_client's --pitch is the OM-X's tool orientation: for this arm, it says so.)
+    where = probe.path.poses[0].position
+    x, y, z = (f'{v:.4f}' for v in (where.x, where.y, where.z))
+    command = [str(executable('ik_client')), '--x', x, '--y', y, '--z', z, '--pitch', '0',
+               '--timeout', '60']  # fmt: skip
+    result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
+    assert "note: --pitch builds the OM-X's tool orientation" in result.stdout, result.stdout
     path = client.call_async(request)
-    asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute; 0 requests ahead'
-    assert ros.spin_until(lambda: asked in logged, 60.0), log.read_text()
+    asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute; '
+    assert ros.spin_until(lambda: any(asked in m for m in logged), 60.0), log.read_text()
     move = SetKinematicsPose.Request(planning_group='arm', path_time=2.0)
     goal = pose_from_joints(chain, curve[-1:])[0]
     pose = move.kinematics_pose.pose
@@ -686,8 +696,8 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_
     o = pose.orientation
     o.x, o.y, o.z, o.w = (float(v) for v in goal[3:])
     moved = mover.call_async(move)
-    waiting = 'goal_task_space_path: 1 request ahead'
-    assert ros.spin_until(lambda: waiting in logged, 60.0), log.read_text()
+    waiting = 'goal_task_space_path: '  # taken by the server, waiting its turn
+    assert ros.spin_until(lambda: any(waiting in m for m in logged), 60.0), log.read_text()
     stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0, resend=False)
     assert stopped.success and 'holding at' in stopped.message, stopped.message
     assert not path.done(), 'the path was answered before the stop'
@@ -711,3 +721,45 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_
     text = log.read_text()
     assert server.returncode == 0 and 'Traceback' not in text, text
     assert 'goal_task_space_path refused: a stop came after it was asked' in text
+
+
+def test_a_goal_accepted_after_a_stop_without_joint_states_is_canceled(processes, ros, tmp_path):
+    # A trajectory controller slow to accept: the move's goal awaits acceptance when a stop
+    # comes, with joint states too old to hold the arm at and no goal in progress to cancel.
+    # Accepted after the stop, the goal must not run on.
+    release = tmp_path / 'accept'
+    controller = tmp_path / 'controller.log'
+    processes.python(HELD_CONTROLLER, release, log=controller)
+    node = ros.node('arm_stand_in')
+    states = node.create_publisher(JointState, '/joint_states', 10)
+    arm = JointState(name=list(OMX_CHAIN.joint_names), position=[0.0, -0.5, 0.3, 0.7])
+    publishing = [True]
+    node.create_timer(0.05, lambda: publishing[0] and states.publish(arm))
+    log = tmp_path / 'server.log'
+    processes.start(
+        executable('ik_server'), '--ros-args', '-p', 'device:=cpu',
+        '-p', 'command_interface:=trajectory', '-p', 'command_timeout:=30.0', log=log,
+    )  # fmt: skip
+    mover = node.create_client(SetKinematicsPose, '/ik_server/goal_task_space_path')
+    stop = node.create_client(Trigger, '/ik_server/stop')
+    for service in (mover, stop):
+        assert service.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
+    move = SetKinematicsPose.Request(planning_group='arm', path_time=2.0)
+    goal = pose_from_joints(OMX_CHAIN, np.array([[0.3, -0.4, 0.3, 0.6]]))[0]
+    pose = move.kinematics_pose.pose
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in goal[:3])
+    pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = (
+        float(v) for v in goal[3:]
+    )
+    moved = mover.call_async(move)
+    assert ros.spin_until(lambda: 'goal received' in controller.read_text(), 60.0), log.read_text()
+    publishing[0] = False
+    silent_since = time.monotonic()
+    ros.spin_until(lambda: time.monotonic() - silent_since > 1.5, 5.0)  # the states go stale
+    stopped = ros.call(stop, Trigger.Request(), timeout_s=60.0, resend=False)
+    assert 'cannot hold the arm at its joint states' in stopped.message, stopped.message
+    release.touch()
+    assert ros.spin_until(lambda: 'canceled' in controller.read_text(), 30.0), (
+        controller.read_text()
+    )
+    assert ros.spin_until(moved.done, 30.0) and not moved.result().is_planned
