@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--pitch',
         type=float,
-        help='instead of a quaternion: tool pitch (rad, positive points down), facing the target',
+        help='instead of a quaternion: tool pitch (rad, positive points down), facing the target '
+        "(the OM-X's tool frame: its x axis along the tool)",
     )
     parser.add_argument(
         '--frame', default='', help="frame of the target pose; '' = the server's base frame"
@@ -271,6 +272,12 @@ def solve(node: Node, args: argparse.Namespace, quaternion: list[float] | None) 
             f'{response.position_errors[rank] * 1e3:.4f} mm, orientation error '
             f'{np.degrees(response.orientation_errors[rank]):.4f} deg'
             f'{"" if response.within_limits[rank] else " (outside software limits)"}'
+        )
+    names = list(response.solutions[0].name) if response.solutions else []
+    if args.pitch is not None and names and names != list(OMX_CHAIN.joint_names):
+        print(
+            "note: --pitch builds the OM-X's tool orientation (its x axis along the tool, facing "
+            "the target); this arm's tool frame may differ: give its --qx --qy --qz --qw instead"
         )
     return bool(response.success)
 

@@ -32,6 +32,7 @@ def test_pitch_target_is_solved_and_moved(server, ros_env):
     assert 'success' in result.stdout
     assert 'joint1=' in result.stdout and 'mm' in result.stdout
     assert 'move: planned' in result.stdout
+    assert 'note: --pitch' not in result.stdout  # the OM-X's own orientation
     # Exits cleanly: no executor error from a __del__ after rclpy's shutdown.
     assert 'InvalidHandle' not in result.stderr and 'Traceback' not in result.stderr
 
