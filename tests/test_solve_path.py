@@ -676,16 +676,16 @@ def test_a_stop_is_answered_while_a_long_path_is_solved_and_what_came_before_it_
         assert service.wait_for_service(timeout_sec=NODE_START_S), log.read_text()
     request = path_request(pose_from_joints(chain, curve), None, 'panda_link0')
     request.execute, request.alternatives, request.tighten = True, 64, True
-    # Until the server has heard the arm's states: a one-waypoint path from them is answered.
-    probe = path_request(pose_from_joints(chain, start[None]), None, 'panda_link0')
-    assert ros.spin_until(lambda: ros.call(client, probe).success, 60.0), log.read_text()
-    # (ik_client's --pitch is the OM-X's tool orientation: for this arm, it says so.)
-    where = probe.path.poses[0].position
-    x, y, z = (f'{v:.4f}' for v in (where.x, where.y, where.z))
+    # ik_client's --pitch is the OM-X's tool orientation: for this arm, it says so (first: the
+    # test's node publishes no joint states while it waits for the client).
+    x, y, z = (f'{v:.4f}' for v in pose_from_joints(chain, start[None])[0, :3])
     command = [str(executable('ik_client')), '--x', x, '--y', y, '--z', z, '--pitch', '0',
                '--timeout', '60']  # fmt: skip
     result = subprocess.run(command, env=ros_env, capture_output=True, text=True, timeout=120)
     assert "note: --pitch builds the OM-X's tool orientation" in result.stdout, result.stdout
+    # Until the server has heard the arm's states: a one-waypoint path from them is answered.
+    probe = path_request(pose_from_joints(chain, start[None]), None, 'panda_link0')
+    assert ros.spin_until(lambda: ros.call(client, probe).success, 60.0), log.read_text()
     path = client.call_async(request)
     asked = 'solve_path: 3000 waypoints, 64 alternatives, tighten, execute; '
     assert ros.spin_until(lambda: any(asked in m for m in logged), 60.0), log.read_text()
