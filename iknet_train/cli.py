@@ -112,16 +112,19 @@ def chain_from_args(args: argparse.Namespace) -> Chain | None:
 
 
 def arm_from_args(args: argparse.Namespace) -> Chain | None:
-    """The arm a run measures: --chain or --urdf/--base/--tip, checked against --model's where
-    both are given, else --model's (a model carries its chain, so --model alone names the arm,
-    whatever solvers run: one that needs no network must not fall back to the OM-X); None
-    where nothing names one."""
-    asked = chain_from_args(args)
+    """The arm a run measures: --chain or --urdf/--base/--tip (its links, where not given, the
+    model's), checked against --model's where both are given, else --model's (a model carries
+    its chain, so --model alone names the arm, whatever solvers run: one that needs no network
+    must not fall back to the OM-X); None where nothing names one."""
     if args.model is None:
-        return asked
+        return chain_from_args(args)
     from iknet_core.checkpoint import load_checkpoint  # torch loads only where a model is read
 
-    return model_chain_for(asked, load_checkpoint(args.model).chain, args.model)
+    model_chain = load_checkpoint(args.model).chain
+    if args.urdf is not None:  # its links, where not given: the model's
+        args.base = args.base or model_chain.base_frame
+        args.tip = args.tip or model_chain.tip_frame
+    return model_chain_for(chain_from_args(args), model_chain, args.model)
 
 
 def urdf_chain_from_args(args: argparse.Namespace) -> Chain | None:

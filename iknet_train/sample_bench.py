@@ -183,6 +183,7 @@ def run(args: argparse.Namespace) -> tuple[dict, object]:
     poses, _, source = target_poses(args, chain, TEST_DATA)
     keep = np.linspace(0, len(poses) - 1, min(args.poses, len(poses))).round().astype(int)
     poses = poses[keep]
+    logger.info('measured on %d of them, evenly spaced (--poses)', len(poses))
     count = args.samples_per_pose
     raw, batched = batched_samples(model, poses, count, draws, args)
     targets = np.repeat(poses[:, None], count, 1)

@@ -149,6 +149,12 @@ def test_a_model_names_the_arm_whatever_the_solver(tmp_path: Path, capsys) -> No
     assert json.loads(report.read_text())['chain'] == 'ur5'
     assert main([*argv, '--chain', 'panda']) == 1
     assert "ur5.pt was trained for chain 'ur5'" in capsys.readouterr().err
+    # Its URDF without --base and --tip: the model's links.
+    from iknet_core.kinematics.robots import example_robot_urdf
+
+    assert main([*argv, '--urdf', str(example_robot_urdf('ur5'))]) == 0
+    assert main([*argv, '--urdf', str(example_robot_urdf('ur5')), '--tip', 'wrist_3_link']) == 1
+    assert 'they differ in' in capsys.readouterr().err
     # Another arm without --model: the shipped OM-X model is not its, and the error says what is.
     assert main(['--chain', 'ur5', '--data', '--samples', '20', '--plots', '']) == 1
     assert 'give its --model, or --solver refine-from-zero' in capsys.readouterr().err
