@@ -674,6 +674,7 @@ def _train(
     )
     best = BestModel(model)
     early = EarlyStopping(stop)
+    history = RunHistory(command, started)
 
     @torch.no_grad()
     def validate(poses: torch.Tensor, joints: torch.Tensor) -> None:
@@ -692,6 +693,7 @@ def _train(
             extensions.Evaluator(val_loader, model, eval_func=validate),
             best,
             early,
+            history,
             extensions.LogReport(trigger=(1, 'epoch'), filename=LOG_FILE),
             extensions.PrintReport(
                 [
@@ -832,6 +834,7 @@ def _train(
     wall_time_s = time.monotonic() - started
     training = {
         'command': command,
+        'commands': history.commands,  # the first run's, then each resume's
         'settings': settings,
         'model_config': model_config,
         'init_from': str(args.init_from) if base else None,
@@ -841,7 +844,7 @@ def _train(
         'max_time_min': args.max_time,
         'planned_epochs': planned_epochs,
         'best_val_loss': best.value,
-        'wall_time_s': wall_time_s,
+        'wall_time_s': history.wall_time_s(),  # over every run that carried it to here
         'device': str(device),
         'amp': args.amp,
         'sample_fk_weight': args.sample_fk_weight,
@@ -849,11 +852,17 @@ def _train(
     }
     path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)
     write_run_record(args.out / SNAPSHOT_FILE, record, True, stopped_early_at)
+    resumed = (
+        f' ({history.wall_time_s():.0f} s over its {len(history.commands)} runs)'
+        if len(history.commands) > 1
+        else ''
+    )
     logger.info(
-        'wrote %s after %d epochs in %.0f s (best val loss %.3g)',
+        'wrote %s after %d epochs in %.0f s%s (best val loss %.3g)',
         path,
         manager.epoch,
         wall_time_s,
+        resumed,
         best.value,
     )
     return path
@@ -915,6 +924,33 @@ class BestModel(ppe.training.extension.Extension):
     def load_state_dict(self, state: dict) -> None:
         self.value = float(state['value'])
         self.state = state['state']
+
+
+class RunHistory(ppe.training.extension.Extension):
+    """The commands a run was started and resumed with, and its wall time over them, carried
+    by the snapshot: a resumed run's model says how it came about, not only its last resume."""
+
+    trigger = (1, 'epoch')
+
+    def __init__(self, command: str, started: float) -> None:
+        self.commands = [command]
+        self.started = started  # time.monotonic() as this run started
+        self.earlier_s = 0.0  # the runs before this one, up to the snapshot it resumed
+
+    def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
+        pass  # state only
+
+    def wall_time_s(self) -> float:
+        return self.earlier_s + time.monotonic() - self.started
+
+    def state_dict(self) -> dict:
+        return {'commands': self.commands, 'wall_time_s': self.wall_time_s()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state['commands'] == self.commands:
+            return  # this run's own, filled in for a snapshot from before histories
+        self.commands = [*state['commands'], *self.commands]
+        self.earlier_s = float(state['wall_time_s'])
 
 
 class EarlyStopping(ppe.training.extension.Extension):

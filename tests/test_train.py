@@ -126,7 +126,15 @@ def test_resume_continues_where_the_snapshot_left_off(recording: Path, tmp_path:
 
     assert [e['epoch'] for e in log(resumed)] == [1, 2, 3]
     assert log(resumed)[-1]['val/loss'] == pytest.approx(log(straight)[-1]['val/loss'], rel=1e-4)
-    assert load_checkpoint(resumed / 'model.pt').training['epochs_run'] == 3
+    training = load_checkpoint(resumed / 'model.pt').training
+    assert training['epochs_run'] == 3
+    # How the model came about: the first run's command, then the resume's, and the time of
+    # both (the first's up to its snapshot).
+    first = load_checkpoint(interrupted / 'model.pt').training
+    assert first['commands'] == [first['command']]
+    assert training['commands'] == [first['command'], training['command']]
+    assert '--resume' in training['command'] and '--resume' not in first['command']
+    assert training['wall_time_s'] > first['wall_time_s']
 
 
 def test_bf16_mixed_precision_trains_on_the_cpu(recording: Path, tmp_path: Path) -> None:
