@@ -101,7 +101,7 @@ class IKServer(Node):
         # resend of it is answered the same (solve_path).
         self._last_path: tuple[object, SolvePath.Response | None, float] = (None, None, 0.0)
         self._joint_states_at: dict[str, float] = {}  # when each joint's state last came
-        self._stops = 0  # stops asked so far: what was asked before one is not moved
+        self._stops = 0  # stops taken so far: what was taken before one does not move the arm
         self.commander = make_commander(
             self,
             config.command_interface,
@@ -116,9 +116,10 @@ class IKServer(Node):
             self.solve_ik,
             qos_profile=SERVICE_QUEUE_QOS,
         )
-        # Paths and moves start as they come (each takes the count of stops then), and take
-        # turns in that order (self.turns): a move awaiting the controller or a path being solved
-        # must not hold up IK requests or a stop, and two must not interleave their goals.
+        # Paths and moves start as the executor takes them (each takes the count of stops then),
+        # and take turns in that order (self.turns): a move awaiting the controller or a path
+        # being solved must not hold up IK requests or a stop, and two must not interleave their
+        # goals.
         moves = ReentrantCallbackGroup()
         self.turns = Turns()
         self.create_service(

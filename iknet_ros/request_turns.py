@@ -1,4 +1,4 @@
-"""Requests that move the arm served one at a time, in the order they came."""
+"""Requests that move the arm served one at a time, in the order the executor took them."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from rclpy.task import Future
 
 
 class Turns:
-    """Requests served one at a time in the order they came, on the executor thread (rclpy has
-    no asyncio lock): `async with turns:`. A callback group would start a request's coroutine
-    only when the one before had ended: what came before a stop could not be told from what
-    came after it."""
+    """Requests served one at a time in the order they were taken, on the executor thread
+    (rclpy has no asyncio lock): `async with turns:`. A callback group would start a request's
+    coroutine only when the one before had ended: what came before a stop could not be told
+    from what came after it."""
 
     def __init__(self) -> None:
         self._busy = False
