@@ -361,30 +361,43 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
         print(f"FAILED: the {path_name(args)}'s first waypoint: {reason}")
         return False
     start = answer.solutions[0]
-    if args.move and not move_to(node, args, first, start):
-        return False
-    request = SolvePath.Request(position_only=path.shape[1] == 3, execute=args.move, start=start)
+    request = SolvePath.Request(position_only=path.shape[1] == 3, start=start)
     request.alternatives, request.tighten = args.alternatives, args.tighten
     request.path.header.frame_id = args.frame
     request.path.poses = [waypoint_pose(waypoint) for waypoint in path]
     client = node.create_client(
         SolvePath, f'{args.server}/solve_path', qos_profile=SERVICE_QUEUE_QOS
     )
+    # One resend, for a request lost while the new client and the server discover each other
+    # (the server answers a resend of the path it just answered from that answer; a long path
+    # with alternatives takes seconds to follow).
+    if args.move:
+        # The whole path first, not executed: the arm is not moved to the start of a path that
+        # is then refused (a waypoint out of reach).
+        checked = call(node, client, request, args.timeout, 1.0, 1)
+        if checked is None or not checked.success:
+            return checked is not None and report_path(args, path, checked, ' (the arm not moved)')
+        if not move_to(node, args, first, start):
+            return False
+        request.execute = True
+        args.moves_sent.append('solve_path')
     # The server answers a move once the controller has taken it (a legacy arm its first goal),
     # after trying twice, command_timeout each: allow a minute more. A move must not be sent
-    # twice, so no resend then. Else one resend, for a request lost while the new client and
-    # the server discover each other (the server answers a resend of the path it just answered
-    # from that answer; a long path with alternatives takes seconds to follow).
+    # twice, so no resend then.
     timeout_s = args.timeout + (60.0 if args.move else 0.0)
-    if args.move:
-        args.moves_sent.append('solve_path')
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0, 1)
     if response is None:
         if args.move:
             print('  the arm may still be moving along the path', file=sys.stderr)
         return False
+    return report_path(args, path, response)
+
+
+def report_path(args: argparse.Namespace, path: np.ndarray, response, note: str = '') -> bool:
+    """Print a SolvePath answer (and plot it with --plot); whether it succeeded, and was
+    executed where --move asked."""
     outcome = 'success' if response.success else 'FAILED'
-    print(f'{path_name(args)} of {args.steps} waypoints: {outcome}: {response.message}')
+    print(f'{path_name(args)} of {args.steps} waypoints: {outcome}{note}: {response.message}')
     reached = np.array(response.position_errors)[: len(response.trajectory.points)]
     if len(reached):
         print(f'  {len(reached)} points, largest position error {reached.max() * 1e3:.4f} mm')

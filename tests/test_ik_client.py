@@ -132,6 +132,11 @@ def test_a_line_out_of_reach_exits_nonzero_with_the_waypoint(server, ros_env):
     assert result.returncode == 1
     assert 'line of 20 waypoints: FAILED: waypoint' in result.stdout
     assert 'the best of' in result.stdout  # every alternative stops too
+    # With --move, refused before the arm goes to its start.
+    result = run_client(ros_env, *line, '--move', '--pitch', '0.5')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'line of 20 waypoints: FAILED (the arm not moved): waypoint' in result.stdout
+    assert 'move:' not in result.stdout, result.stdout
 
 
 def test_a_malformed_line_is_refused_before_any_call(ros_env):
