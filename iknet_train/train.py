@@ -844,6 +844,7 @@ def _train(
         'max_time_min': args.max_time,
         'planned_epochs': planned_epochs,
         'best_val_loss': best.value,
+        'best_epoch': best.epoch,
         'wall_time_s': history.wall_time_s(),  # over every run that carried it to here
         'device': str(device),
         'amp': args.amp,
@@ -858,12 +859,12 @@ def _train(
         else ''
     )
     logger.info(
-        'wrote %s after %d epochs in %.0f s%s (best val loss %.3g)',
+        'wrote %s after %d epochs in %.0f s%s (%s)',
         path,
         manager.epoch,
         wall_time_s,
         resumed,
-        best.value,
+        best.describe(),
     )
     return path
 
@@ -907,23 +908,41 @@ class BestModel(ppe.training.extension.Extension):
         self.model = model
         self.value = float('inf')
         self.state: dict[str, torch.Tensor] | None = None
+        self.epoch = 0  # the epoch whose weights are kept
+        self.position_mm: float | None = None  # its validation position error, where measured
 
     def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
         loss = manager.observation.get('val/loss')
         if loss is not None and float(loss) < self.value:
             self.value = float(loss)
             self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.epoch = manager.epoch
+            position = manager.observation.get('val/position_mm')
+            self.position_mm = None if position is None else float(position)
+
+    def describe(self) -> str:
+        """The kept weights, for the run's last line: a later epoch may measure better in mm
+        and still be not kept, its loss (which the model is chosen by) higher."""
+        position = '' if self.position_mm is None else f', {self.position_mm:.3g} mm'
+        return f'kept epoch {self.epoch}: val loss {self.value:.3g}{position}'
 
     def restore(self) -> None:
         if self.state is not None:
             self.model.load_state_dict(self.state)
 
     def state_dict(self) -> dict:
-        return {'value': self.value, 'state': self.state}
+        return {
+            'value': self.value,
+            'state': self.state,
+            'epoch': self.epoch,
+            'position_mm': self.position_mm,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.value = float(state['value'])
         self.state = state['state']
+        self.epoch = int(state.get('epoch', 0))  # (snapshots from before they were kept)
+        self.position_mm = state.get('position_mm')
 
 
 class RunHistory(ppe.training.extension.Extension):

@@ -60,8 +60,13 @@ def log(out: Path) -> list[dict]:
 
 @pytest.mark.parametrize('model_type', ['iknet', 'reference'])
 def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
-    recording: Path, tmp_path: Path, model_type: str, capsys: pytest.CaptureFixture
+    recording: Path,
+    tmp_path: Path,
+    model_type: str,
+    capsys: pytest.CaptureFixture,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger='iknet_train.train')
     extra = ['--model', model_type, '--epochs', '4', '--model-config', SMALL]
     if model_type == 'reference':
         extra = ['--model', 'reference', '--epochs', '6', '--patience', '10']
@@ -78,6 +83,11 @@ def test_short_run_lowers_the_loss_and_writes_a_loadable_model(
     assert data['recorded_train'] > 0 and data['recorded_val'] > 0
     assert data['synthetic_train'] + data['synthetic_val'] == 2000
     assert checkpoint.training['command'].startswith('iknet-train --data')
+    # The last line says which epoch's weights were kept, by its loss and in mm.
+    kept = min(entries, key=lambda entry: entry['val/loss'])
+    assert checkpoint.training['best_epoch'] == kept['epoch']
+    said = f'kept epoch {kept["epoch"]}: val loss {kept["val/loss"]:.3g}, '
+    assert said + f'{kept["val/position_mm"]:.3g} mm)' in caplog.text, caplog.text
     if model_type == 'iknet':  # every hypothesis stays inside the joints' reach
         low, high = joint_bounds(OMX_CHAIN, 'reach')
         centers = np.array(checkpoint.model.config.joint_centers)
