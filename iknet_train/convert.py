@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('bag', type=Path, help='bag directory, or a .mcap or .db3 file')
     parser.add_argument('out_dir', type=output_dir, help='directory for the CSV pair (created)')
-    add_chain_arguments(parser)
+    add_chain_arguments(parser, default='the OM-X')
     return parser
 
 
@@ -40,10 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         pose_csv, joint_csv = convert_bag(args.bag, args.out_dir, chain)
     except (BagError, ValueError, OSError) as error:  # OSError: a file that cannot be read
         return failed('iknet-convert', error)
-    streams = json.loads((args.out_dir / METADATA_FILE).read_text())['streams']
-    for name, counts in streams.items():
+    metadata = json.loads((args.out_dir / METADATA_FILE).read_text())
+    for name, counts in metadata['streams'].items():
         skipped = f', skipped {counts["skipped"]}' if counts['skipped'] else ''
-        print(f'{name}: {counts["written"]} messages{skipped}')
+        what = 'messages'
+        if name == 'kinematics_pose' and metadata['pose_source'] == 'fk':
+            what = 'poses by FK of the joint states (the bag has no pose topic)'
+        print(f'{name}: {counts["written"]} {what}{skipped}')
     print(f'wrote {pose_csv}, {joint_csv} and {args.out_dir / METADATA_FILE} ({chain.name})')
     return 0
 

@@ -241,6 +241,13 @@ def test_iknet_convert_writes_the_csv_pair_and_says_what_it_read(tmp_path, joint
     assert convert_main([str(bag), str(tmp_path / 'robotis_csv')]) == 0
     metadata = json.loads((tmp_path / 'robotis_csv' / METADATA_FILE).read_text())
     assert metadata['pose_stamp'] == 'receipt'
+    # Joint states alone: the poses are said to be FK, not messages of the bag.
+    bag = write_bag(tmp_path / 'joints_only', joints, StoragePlugin.MCAP, with_poses=False)
+    capsys.readouterr()
+    assert convert_main([str(bag), str(tmp_path / 'joints_only_csv')]) == 0
+    printed = capsys.readouterr().out
+    said = f'kinematics_pose: {COUNT} poses by FK of the joint states (the bag has no pose topic)'
+    assert said in printed, printed
 
 
 def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, capsys):
@@ -263,8 +270,13 @@ def test_bags_that_cannot_give_training_data_are_clear_errors(tmp_path, joints, 
     with pytest.raises(SystemExit) as stopped:  # a folder under a file: refused up front
         convert_main([str(bag), str(tmp_path / 'a_file' / 'csv')])
     assert stopped.value.code == 2 and 'a_file is a file, not a folder' in capsys.readouterr().err
-    # An MCAP file cut short, as a killed recorder leaves it: the error says how to repair it.
+    # A bag folder without its metadata.yaml (a recording killed hard): give its file.
+    (bag / 'metadata.yaml').rename(tmp_path / 'metadata.yaml')
     mcap = next(bag.glob('*.mcap'))
+    with pytest.raises(BagError, match=rf'but no metadata.yaml .*: give that file, {mcap}'):
+        convert_bag(bag, tmp_path / 'unnamed', OMX_CHAIN)
+    (tmp_path / 'metadata.yaml').rename(bag / 'metadata.yaml')
+    # An MCAP file cut short, as a killed recorder leaves it: the error says how to repair it.
     mcap.write_bytes(mcap.read_bytes()[:-64])
     with pytest.raises(BagError, match=r"cannot open it .* can often be repaired: 'ros2 bag rei"):
         convert_bag(bag, tmp_path / 'cut', OMX_CHAIN)
