@@ -157,7 +157,16 @@ def test_joints_in_degrees_or_of_another_arm_get_a_warning(tmp_path: Path, caplo
     with caplog.at_level(logging.WARNING):
         load_recording(pose_csv, joint_csv, OMX_CHAIN)
     assert 'misses the recorded positions' not in caplog.text  # FK of the arm's own joints
+    assert 'pairs miss FK' not in caplog.text
     table = pd.read_csv(joint_csv, dtype=str, keep_default_na=False)
+    # A few rows of another arm's joints (a second simulator on the topic): those pairs only.
+    moved = table.copy()
+    moved.loc[10:12, 'position0'] = (moved.loc[10:12, 'position0'].astype(float) + 2.0).map(repr)
+    moved.to_csv(joint_csv, index=False)
+    with caplog.at_level(logging.WARNING):
+        load_recording(pose_csv, joint_csv, OMX_CHAIN)
+    assert '3 of 100 pairs miss FK of their joints by more than' in caplog.text, caplog.text
+    assert 'two publishers on a topic' in caplog.text
     for i in range(4):  # the arm's joints in degrees
         table[f'position{i}'] = (table[f'position{i}'].astype(float) * 180 / np.pi).map(repr)
     table.to_csv(joint_csv, index=False)
