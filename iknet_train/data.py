@@ -164,25 +164,31 @@ def _check_not_empty(pose_csv: Path, joint_csv: Path) -> None:
                 metadata = {}  # the checks it serves are skipped
             raise EmptyRecordingError(
                 f'{pose_csv.parent}: an empty recording ({path.name} {what})'
-                f'{_no_pose_topic(metadata, path == pose_csv)}{_skipped(metadata, metadata_path)}'
+                f'{_nothing_on(metadata, path == pose_csv)}{_skipped(metadata, metadata_path)}'
             )
 
 
-def _no_pose_topic(metadata: dict[str, Any], poses_missing: bool) -> str:
-    """Where a recording of the pose topic has joint states but no pose: '; nothing came on
-    TOPIC ...', the likely cause (an arm without /kinematics_pose); else ''."""
+def _nothing_on(metadata: dict[str, Any], poses_missing: bool) -> str:
+    """Where a recording has one stream but nothing of the other: '; N ... came, but nothing on
+    TOPIC: ...', the likely cause (a topic name mistyped; an arm without /kinematics_pose);
+    else ''."""
     try:
         streams = metadata.get('streams') or {}
-        joint_states = (streams.get('joint_states') or {}).get('written', 0)
-        topic = (metadata.get('topics') or {}).get('kinematics_pose')
+        topics = metadata.get('topics') or {}
+        came, other = ('joint_states', 'kinematics_pose')[:: 1 if poses_missing else -1]
+        count = (streams.get(came) or {}).get('written', 0)
+        topic = topics.get(other)
     except AttributeError:  # a metadata.json of another shape
         return ''
-    if not (poses_missing and metadata.get('pose_source') == 'topic' and joint_states):
+    if not count or (poses_missing and metadata.get('pose_source') != 'topic'):
         return ''
-    return (
-        f'; {joint_states} joint states came, but nothing on {topic}: an arm without it '
-        'records with pose_source:=fk (poses by FK of the joint states)'
+    what = 'joint states' if came == 'joint_states' else 'poses'
+    hint = f'is {other}_topic right?' + (
+        ' (an arm without it records with pose_source:=fk: poses by FK of the joint states)'
+        if poses_missing
+        else ''
     )
+    return f'; {count} {what} came, but nothing on {topic}: {hint}'
 
 
 def _skipped(metadata: dict[str, Any], metadata_path: Path) -> str:

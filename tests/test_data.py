@@ -769,6 +769,20 @@ def test_empty_recordings_in_a_glob_are_left_out_with_a_warning(
     )
     with pytest.raises(ValueError, match='20 joint states came, but nothing on /kinematics_pose'):
         load_recordings(find_recordings([tmp_path / 'd']), OMX_CHAIN)
+    # Poses but no joint state: a joint_states_topic typo, named.
+    recording_files(tmp_path / 'e', n=20)
+    (tmp_path / 'e' / JOINT_STATES_FILE).unlink()
+    streams = {'kinematics_pose': {'written': 20, 'skipped': {}}}
+    topics = {'joint_states': '/joint_state', 'kinematics_pose': '/kinematics_pose'}
+    write_metadata(
+        tmp_path / 'e', status='complete', streams=streams, topics=topics, pose_source='topic'
+    )
+    said = r'20 poses came, but nothing on /joint_state: is joint_states_topic right\?'
+    with pytest.raises(ValueError, match=said):
+        load_recordings(
+            [(tmp_path / 'e' / KINEMATICS_POSE_FILE, tmp_path / 'e' / JOINT_STATES_FILE)],
+            OMX_CHAIN,
+        )
 
 
 def test_a_killed_recording_with_a_cut_off_line_is_read_up_to_its_last_flush(
