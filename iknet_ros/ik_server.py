@@ -356,6 +356,7 @@ class IKServer(Node):
         response.message = (
             f'{solver_name}{" (position only)" if request.position_only else ""}: '
             f'{describe(solutions, self.chain, self.settings)} in {seconds * 1e6:.0f} us'
+            f'{"" if solutions.success else far_past_reach(self.chain, target.position)}'
         )
         return response
 
@@ -478,7 +479,8 @@ class IKServer(Node):
             return response
         solutions, solver_name, _ = self.solve(target, seed, 1, refine=True)
         if not solutions.success:
-            self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}')
+            far = far_past_reach(self.chain, target.position)
+            self.get_logger().warning(f'goal_task_space_path: {describe(solutions)}{far}')
             return response
         # From where the arm is: its fresh joint states, else its latest (the seed).
         start = self.fresh_joints()[0]
@@ -650,6 +652,18 @@ def describe(
         if count < len(solutions):
             poses = f' ({count} arm pose{"" if count == 1 else "s"}, the rest whole-turn twins)'
     return f'{len(solutions)} solution(s){poses}, best {error}{limits}'
+
+
+def far_past_reach(chain: Chain, position: np.ndarray) -> str:
+    """For a target more than twice the arm's stretched length from its base: a unit slip
+    (millimetres for metres) is likelier than an arm that short; else ''."""
+    distance, length = float(np.linalg.norm(position)), chain.stretched_length
+    if distance <= 2 * length:
+        return ''
+    return (
+        f' (the target is {distance:.4g} m from the base, the arm {length:.3g} m stretched: '
+        'positions are in metres)'
+    )
 
 
 def main(args: list[str] | None = None) -> int:

@@ -130,7 +130,11 @@ BAD_REQUESTS = {
     ),
     'non-unit quaternion': (lambda r: setattr(r.target.pose.orientation, 'w', 3.0), 'norm'),
     'other frame': (lambda r: setattr(r.target.header, 'frame_id', 'camera'), 'base frame'),
-    'unreachable': (lambda r: setattr(r.target.pose.position, 'x', 2.0), 'mm'),
+    'unreachable': (lambda r: setattr(r.target.pose.position, 'x', 0.5), 'mm'),
+    'millimetres for metres': (
+        lambda r: setattr(r.target.pose.position, 'x', 200.0),
+        'the target is 200 m from the base, the arm 0.461 m stretched: positions are in metres',
+    ),
     'unknown solver': (lambda r: setattr(r, 'solver', 'magic'), "solver 'magic' is not available"),
     'wrong seed names': (
         lambda r: setattr(r, 'seed', JointState(name=['a', 'b', 'c', 'd'], position=[0.0] * 4)),
