@@ -121,7 +121,11 @@ class LegacyCommander(NewestGoal):
         else:
             return False, f'{self._client.srv_name} did not answer within {self._timeout_s} s'
         if not future.result().is_planned:
-            return False, f'{self._client.srv_name} refused the goal'
+            # SetJointPosition carries no reason: the controller's log has it.
+            return False, (
+                f'{self._client.srv_name} refused the goal (its log says why: torque off? '
+                'a goal past its limits?)'
+            )
         return True, f'sent to {self._client.srv_name}'
 
     async def follow(self, trajectory: JointTrajectory) -> tuple[bool, str]:
