@@ -12,6 +12,7 @@ import socket
 import sys
 from typing import Any
 
+import numpy as np
 import rclpy
 from open_manipulator_msgs.msg import KinematicsPose
 from rclpy.exceptions import ParameterException
@@ -53,6 +54,9 @@ RELIABILITIES = ('reliable', 'best_effort')
 # 10 s of messages at 100 Hz: a disk stall of seconds queues messages instead of dropping them.
 QUEUE_DEPTH = 1000
 WARNING_PERIOD_S = 5.0
+# A recording whose arm joints all stay this close (rad; a slide's m) to the first joint state's
+# is of one pose: said as it ends (a few encoder ticks of a held arm are not a motion).
+STILL_RAD = 0.01
 # Joint states this long with no pose on the pose topic get a warning (once): an arm without
 # /kinematics_pose, recorded without pose_source fk, records nothing to train on. So do poses
 # with no joint state (a joint_states_topic with a typo recorded a whole session of nothing).
@@ -127,6 +131,8 @@ class Recorder(Node):
         self.stop_reason = ''
         self.joint_names: tuple[str, ...] | None = None
         self.joint_writer: DurableCsvWriter | None = None
+        self.first_joints: np.ndarray | None = None  # the arm's, to tell a still arm
+        self.arm_moved = False
         self.joint_stats = StreamStats(joint_topic)
         self.pose_stats = StreamStats(pose_topic if self.pose_source == 'topic' else 'fk')
         self.pose_stamp_source = 'fk of joint_states'
@@ -185,6 +191,11 @@ class Recorder(Node):
                 self.write_metadata('recording')  # with the joint names, should it be killed
             self.joint_writer.write(record.row)
             self.joint_stats.wrote(record.stamp_ns, receipt)
+            if self.first_joints is None:
+                self.first_joints = record.chain_positions
+            elif not self.arm_moved:
+                moved = np.abs(record.chain_positions - self.first_joints).max() > STILL_RAD
+                self.arm_moved = bool(moved)
             if record.joints_changed:
                 self.get_logger().warning(
                     f'{self.joint_stats.topic} names {list(message.name)} now, '
@@ -354,6 +365,12 @@ class Recorder(Node):
             except RecordingError as error:
                 self.fail(error)
                 status = 'failed'
+        if self.joint_writer is not None and not self.arm_moved:
+            self.get_logger().warning(
+                f"the arm's joints stayed within {STILL_RAD} of the first joint state's: a "
+                'recording of one pose, which teaches a model nothing of the rest (move the arm '
+                'as it records: hand-guided, with torque off, or by its controller)'
+            )
         if self.joint_writer is None:
             skipped = dict(self.joint_stats.skipped)
             self.get_logger().warning(

@@ -285,6 +285,17 @@ def test_sim_and_recorder_write_fk_consistent_csvs_at_the_configured_rate(proces
     assert streams['joint_states']['rate_hz'] == pytest.approx(rate, rel=1e-6)
     assert streams['joint_states']['median_period_s'] == pytest.approx(0.01, rel=0.05)
     assert 'gaps' in streams['kinematics_pose'] and streams['kinematics_pose']['skipped'] == {}
+    assert 'stayed within' not in (tmp_path / 'recorder.log').read_text()  # hand-guided
+
+
+def test_a_recording_of_a_still_arm_says_so(processes, tmp_path):
+    start_sim(processes, tmp_path)  # torque on: holding its pose
+    recorder = start_recorder(
+        processes, tmp_path, output_dir=tmp_path / 'out', recording_name='run', duration=1.0
+    )
+    assert recorder.wait(timeout=30) == 0
+    log = (tmp_path / 'recorder.log').read_text()
+    assert "the arm's joints stayed within 0.01 of the first joint state's" in log, log
 
 
 def _rows(path: Path) -> int:
