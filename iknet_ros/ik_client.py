@@ -371,10 +371,12 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     # One resend, for a request lost while the new client and the server discover each other
     # (the server answers a resend of the path it just answered from that answer; a long path
     # with alternatives takes seconds to follow).
+    timeout_s = args.timeout + (60.0 if args.move else 0.0)
     if args.move:
         # The whole path first, not executed: the arm is not moved to the start of a path that
-        # is then refused (a waypoint out of reach).
-        checked = call(node, client, request, args.timeout, 1.0, 1)
+        # is then refused (a waypoint out of reach). Solved again to execute it (the same
+        # request, start and settings: the same path).
+        checked = call(node, client, request, timeout_s, 1.0, 1)
         if checked is None or not checked.success:
             return checked is not None and report_path(args, path, checked, ' (the arm not moved)')
         if not move_to(node, args, first, start):
@@ -384,7 +386,6 @@ def follow_shape(node: Node, args: argparse.Namespace) -> bool:
     # The server answers a move once the controller has taken it (a legacy arm its first goal),
     # after trying twice, command_timeout each: allow a minute more. A move must not be sent
     # twice, so no resend then.
-    timeout_s = args.timeout + (60.0 if args.move else 0.0)
     response = call(node, client, request, timeout_s, timeout_s if args.move else 1.0, 1)
     if response is None:
         if args.move:

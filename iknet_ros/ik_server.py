@@ -531,7 +531,8 @@ class IKServer(Node):
             response.message = f'cannot hold the arm at its joint states: {reason}; ' + (
                 'canceled the trajectory goal in progress (its controller holds the arm)'
                 if canceled
-                else 'no further goal is sent'
+                else 'no further goal is sent (one still awaiting its acceptance is canceled '
+                'once accepted)'
             )
         else:
             response.success, sent = await self.commander.command(

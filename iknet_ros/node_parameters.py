@@ -61,7 +61,8 @@ def warn_of_unknown(node: Node) -> None:
     )
     if unknown:
         node.get_logger().warning(
-            f'not parameters of {node.get_name()}, ignored: {unknown} (a typo?); its parameters: '
+            f'not parameters of {node.get_name()}, ignored: {unknown} (a typo, or meant for '
+            f'another node?); its parameters: '
             f'{sorted(node.get_parameters_by_prefix(""))}'
         )
 

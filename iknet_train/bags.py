@@ -155,12 +155,17 @@ def convert_bag(bag: Path | str, out_dir: Path | str, chain: Chain) -> tuple[Pat
     bag, out_dir = Path(bag), Path(out_dir)
     if not is_bag(bag):
         files = sorted(bag.glob('*.db3')) + sorted(bag.glob('*.mcap')) if bag.is_dir() else []
-        hint = (
-            f'; it holds {files[0].name} but no metadata.yaml (a recording killed before it '
-            f'closed?): give that file, {files[0]}'
-            if files
-            else ''
-        )
+        hint = ''
+        if len(files) == 1:
+            hint = (
+                f'; it holds {files[0].name} but no metadata.yaml (a recording killed before it '
+                f'closed?): give that file, {files[0]}'
+            )
+        elif files:
+            hint = (
+                f'; it holds {len(files)} storage files but no metadata.yaml (a recording killed '
+                f'before it closed?): `ros2 bag reindex {bag}` writes it'
+            )
         raise BagError(f'{bag}: not a rosbag2 bag (a directory with metadata.yaml, or a .mcap or '
                        f'.db3 file){hint}')  # fmt: skip
     pose_path, joint_path = out_dir / KINEMATICS_POSE_FILE, out_dir / JOINT_STATES_FILE

@@ -845,7 +845,7 @@ def _train(
         'planned_epochs': planned_epochs,
         'best_val_loss': best.value,
         'best_epoch': best.epoch,
-        'wall_time_s': history.wall_time_s(),  # over every run that carried it to here
+        'wall_time_s': history.wall_time_s(),  # over every run it records
         'device': str(device),
         'amp': args.amp,
         'sample_fk_weight': args.sample_fk_weight,
@@ -855,7 +855,7 @@ def _train(
     write_run_record(args.out / SNAPSHOT_FILE, record, True, stopped_early_at)
     resumed = (
         f' ({history.wall_time_s():.0f} s over its {len(history.commands)} runs)'
-        if len(history.commands) > 1
+        if len(history.commands) > 1 and None not in history.commands
         else ''
     )
     logger.info(
@@ -908,7 +908,7 @@ class BestModel(ppe.training.extension.Extension):
         self.model = model
         self.value = float('inf')
         self.state: dict[str, torch.Tensor] | None = None
-        self.epoch = 0  # the epoch whose weights are kept
+        self.epoch: int | None = None  # the epoch whose weights are kept, where known
         self.position_mm: float | None = None  # its validation position error, where measured
 
     def __call__(self, manager: ppe.training.ExtensionsManager) -> None:
@@ -923,8 +923,11 @@ class BestModel(ppe.training.extension.Extension):
     def describe(self) -> str:
         """The kept weights, for the run's last line: a later epoch may measure better in mm
         and still be not kept, its loss (which the model is chosen by) higher."""
+        if self.state is None:
+            return "no finite validation loss: the last epoch's weights"
         position = '' if self.position_mm is None else f', {self.position_mm:.3g} mm'
-        return f'kept epoch {self.epoch}: val loss {self.value:.3g}{position}'
+        epoch = 'an epoch before this resume' if self.epoch is None else f'epoch {self.epoch}'
+        return f'kept {epoch}: val loss {self.value:.3g}{position}'
 
     def restore(self) -> None:
         if self.state is not None:
@@ -941,7 +944,7 @@ class BestModel(ppe.training.extension.Extension):
     def load_state_dict(self, state: dict) -> None:
         self.value = float(state['value'])
         self.state = state['state']
-        self.epoch = int(state.get('epoch', 0))  # (snapshots from before they were kept)
+        self.epoch = state.get('epoch')  # None in snapshots from before it was kept
         self.position_mm = state.get('position_mm')
 
 
@@ -967,7 +970,10 @@ class RunHistory(ppe.training.extension.Extension):
 
     def load_state_dict(self, state: dict) -> None:
         if state['commands'] == self.commands:
-            return  # this run's own, filled in for a snapshot from before histories
+            # This run's own, filled in for a snapshot from before histories: the runs before
+            # it are unknown (None), their time not counted.
+            self.commands = [None, *self.commands]
+            return
         self.commands = [*state['commands'], *self.commands]
         self.earlier_s = float(state['wall_time_s'])
 

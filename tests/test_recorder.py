@@ -295,7 +295,7 @@ def test_a_recording_of_a_still_arm_says_so(processes, tmp_path):
     )
     assert recorder.wait(timeout=30) == 0
     log = (tmp_path / 'recorder.log').read_text()
-    assert "the arm's joints stayed within 0.01 of the first joint state's" in log, log
+    assert "the arm's joints stayed within 0.01 rad (a slide: m) of the first joint" in log, log
 
 
 def _rows(path: Path) -> int:

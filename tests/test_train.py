@@ -631,3 +631,18 @@ def test_early_stopping_carries_its_check_window():
     after.load_state_dict(before.state_dict())
     assert (after.stop.best, after.stop.count, after.fired) == (1.5, 1, False)
     assert after.stop._summary.compute_mean() == {'val/loss': 3.0}
+
+
+def test_the_kept_epoch_and_the_run_history_say_what_they_do_not_know() -> None:
+    from iknet_train.train import BestModel, RunHistory
+
+    model = build_model('iknet', {'width': 8, 'n_blocks': 1})
+    best = BestModel(model)
+    assert best.describe() == "no finite validation loss: the last epoch's weights"
+    # A snapshot from before the kept epoch was recorded.
+    best.load_state_dict({'value': 0.5, 'state': model.state_dict()})
+    assert best.describe() == 'kept an epoch before this resume: val loss 0.5'
+    # A snapshot from before run histories: this run's own state is filled in for it.
+    history = RunHistory('iknet-train --resume s', time.monotonic())
+    history.load_state_dict(history.state_dict())
+    assert history.commands == [None, 'iknet-train --resume s']
