@@ -97,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--frame', default='', help="frame of the target pose; '' = the server's base frame"
     )
-    parser.add_argument('--solutions', type=int, default=4, help='how many solutions to ask for')
+    parser.add_argument(
+        '--solutions', type=int, default=None, help='how many solutions to ask for (default: 4)'
+    )
     parser.add_argument(
         '--refine',
         action=argparse.BooleanOptionalAction,
@@ -129,6 +131,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error('give --qx --qy --qz --qw (all four) or --pitch')
     if args.line is not None and args.circle is not None:
         parser.error('give --line or --circle, not both')
+    if is_path(args):  # asked of ~/solve_path, which takes none of them
+        unused = {
+            '--solutions': args.solutions is not None,
+            '--solver': bool(args.solver),
+            '--refine/--no-refine': args.refine is not None,
+        }
+        for flag in (flag for flag, given in unused.items() if given):
+            parser.error(f'{flag} is for a single pose (--x --y --z), not --line or --circle')
+    if args.solutions is None:
+        args.solutions = 4
     if not 1 <= args.solutions <= MAX_SOLUTIONS:
         parser.error(f'--solutions must be 1 to {MAX_SOLUTIONS}, got {args.solutions}')
     if not args.path_time > 0.0:

@@ -146,6 +146,9 @@ def test_a_malformed_line_is_refused_before_any_call(ros_env):
     result = run_client(ros_env, '--line', '0.2,0,0.1:0.3,0,0.1', '--alternatives', '65')
     assert result.returncode == 2
     assert '--alternatives must be 0 to 64, got 65' in result.stderr
+    result = run_client(ros_env, '--line', '0.2,0,0.1:0.3,0,0.1', '--solutions', '3')
+    assert result.returncode == 2
+    assert '--solutions is for a single pose (--x --y --z), not --line' in result.stderr
     result = run_client(ros_env, '--x', '0.2', '--y', '0', '--z', '0.1', '--alternatives', '2')
     assert result.returncode == 2
     assert '--alternatives is for --line or --circle' in result.stderr
