@@ -368,9 +368,8 @@ class Recorder(Node):
         if status == 'complete' and self.joint_writer is not None and not self.arm_moved:
             self.get_logger().warning(
                 f"the arm's joints stayed within {STILL_RAD} rad (a slide: m) of the first joint "
-                "state's: a "
-                'recording of one pose, which teaches a model nothing of the rest (move the arm '
-                'as it records: hand-guided, with torque off, or by its controller)'
+                "state's: a recording of one pose, which teaches a model nothing of the rest "
+                '(move the arm as it records: hand-guided, with torque off, or by its controller)'
             )
         if self.joint_writer is None:
             skipped = dict(self.joint_stats.skipped)

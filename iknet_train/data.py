@@ -308,8 +308,9 @@ def _warn_if_another_arm(recording: Recording, chain: Chain) -> None:
     reached = pose_from_joints(chain, recording.joints)[:, :3]
     misses = np.linalg.norm(reached - recording.poses[:, :3], axis=-1)
     median = float(np.median(misses))
-    far = misses > FK_MISMATCH_SHARE * chain.stretched_length
-    if median <= FK_MISMATCH_SHARE * chain.stretched_length and far.any():
+    mismatch_m = FK_MISMATCH_SHARE * chain.stretched_length
+    far = misses > mismatch_m
+    if median <= mismatch_m and far.any():
         # A few pairs, not the arm: a second publisher on a topic (a second simulator), or
         # poses and joint states from different moments.
         logger.warning(
@@ -317,9 +318,9 @@ def _warn_if_another_arm(recording: Recording, chain: Chain) -> None:
             'two publishers on a topic, or poses and joint states from different moments? '
             'They are trained on as they are',
             recording.source, int(far.sum()), len(recording),
-            FK_MISMATCH_SHARE * chain.stretched_length * 1e3, misses.max() * 1e3,
+            mismatch_m * 1e3, misses.max() * 1e3,
         )  # fmt: skip
-    if median > FK_MISMATCH_SHARE * chain.stretched_length:
+    if median > mismatch_m:
         logger.warning(
             '%s: FK of the recorded joints on %s misses the recorded positions by %.1f mm '
             '(median; the arm is %.0f mm stretched): is it this arm, are the joints in rad (m '

@@ -832,6 +832,7 @@ def _train(
     manager.finalize()  # the loop may end before --epochs: close the progress bar and writers
     best.restore()
     wall_time_s = time.monotonic() - started
+    total_s = history.wall_time_s()  # over every run it records
     training = {
         'command': command,
         'commands': history.commands,  # the first run's, then each resume's
@@ -845,7 +846,7 @@ def _train(
         'planned_epochs': planned_epochs,
         'best_val_loss': best.value,
         'best_epoch': best.epoch,
-        'wall_time_s': history.wall_time_s(),  # over every run it records
+        'wall_time_s': total_s,
         'device': str(device),
         'amp': args.amp,
         'sample_fk_weight': args.sample_fk_weight,
@@ -854,7 +855,7 @@ def _train(
     path = save_checkpoint(args.save_model, model.cpu(), args.model, chain, training)
     write_run_record(args.out / SNAPSHOT_FILE, record, True, stopped_early_at)
     resumed = (
-        f' ({history.wall_time_s():.0f} s over its {len(history.commands)} runs)'
+        f' ({total_s:.0f} s over its {len(history.commands)} runs)'
         if len(history.commands) > 1 and None not in history.commands
         else ''
     )
